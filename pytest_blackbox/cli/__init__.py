@@ -1,0 +1,54 @@
+"""The ``blackbox`` command: argparse only; every subcommand is a small function calling the library.
+
+Each command group lives in its own module with a ``register(subparsers)`` function, so the analysis
+commands never import the execution side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+
+from ..trace.errors import BlackboxError
+
+#: Modules that contribute subcommands, in the order ``--help`` lists them.
+COMMAND_MODULES = ("analysis", "launcher", "forking")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg_version = version("pytest-blackbox")
+    except PackageNotFoundError:  # running from a source tree
+        pkg_version = "unknown"
+    parser = argparse.ArgumentParser(
+        prog="blackbox",
+        description="Record, replay, verify, diff and fork Blackbox v2 agent cassettes.",
+    )
+    parser.add_argument("--version", action="version", version=f"blackbox (pytest-blackbox) {pkg_version}")
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (1 for a failed check or a refused input, 2 for usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except BlackboxError as exc:
+        print(f"blackbox {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Every error a user of pytest-blackbox can see.
+
+The analysis-side errors are defined in ``trace/errors.py`` (so ``trace/`` stays self-contained) and
+re-exported here; the execution side adds its own. Messages never quote a secret: anything that may
+hold one goes through ``mask`` first.
+"""
+
+from __future__ import annotations
+
+from .trace.errors import (
+    BlackboxError,
+    CanonicalJSONError,
+    CassetteError,
+    CassetteReadError,
+    CassetteSchemaError,
+    CassetteVersionError,
+    HashChainError,
+)
+
+__all__ = [
+    "BlackboxError",
+    "BlackboxUnsupportedError",
+    "BlackboxUsageError",
+    "CanonicalJSONError",
+    "CassetteError",
+    "CassetteReadError",
+    "CassetteSchemaError",
+    "CassetteVersionError",
+    "ForkError",
+    "HashChainError",
+    "ReplayDivergenceError",
+    "SecretLeakError",
+    "TranscriptImportError",
+]
+
+
+class BlackboxUnsupportedError(BlackboxError):
+    """A request, response or tool value that could not be replayed faithfully, so it is refused."""
+
+
+class BlackboxUsageError(BlackboxError):
+    """A bad option, environment variable, marker argument or call order."""
+
+
+class SecretLeakError(BlackboxError):
+    """The cassette would contain an API key; nothing was written."""
+
+
+class ForkError(BlackboxError):
+    """A fork could not be set up or run."""
+
+
+class TranscriptImportError(BlackboxError):
+    """A transcript could not be imported."""
+
+
+class ReplayDivergenceError(BlackboxError):
+    """The agent did something other than what the cassette records.
+
+    ``expected`` and ``actual`` are already rendered (compact, capped, masked) so the message can be
+    shown as is.
+    """
+
+    def __init__(
+        self, step_index: int, path: str, expected: str, actual: str, hint: str | None = None
+    ) -> None:
+        self.step_index = step_index
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        self.hint = hint
+        lines = [
+            f"replay diverged at step {step_index}, {path}",
+            f"  recorded: {expected}",
+            f"  actual:   {actual}",
+        ]
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines))

@@ -1,0 +1,47 @@
+"""Errors the analysis side raises.
+
+They live inside ``trace/`` so the analysis side never imports the execution side; the package's
+``pytest_blackbox.errors`` re-exports them next to the execution-side errors. Every message names
+what is wrong and what to do, and never quotes cassette content (a cassette may hold secrets).
+"""
+
+from __future__ import annotations
+
+
+class BlackboxError(Exception):
+    """Base of every error pytest-blackbox raises on purpose."""
+
+
+class CanonicalJSONError(BlackboxError):
+    """A value has no canonical JSON form (NaN, infinity, an integer a double cannot hold, …)."""
+
+
+class CassetteError(BlackboxError):
+    """A cassette file could not be used; ``path`` names it and ``step_index`` the step, if any."""
+
+    def __init__(self, message: str, *, path: str | None = None, step_index: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.step_index = step_index
+
+
+class CassetteReadError(CassetteError):
+    """The file is missing, a directory, unreadable, not UTF-8, or not JSON."""
+
+
+class CassetteVersionError(CassetteError):
+    """The ``version`` field is missing or is not the supported one."""
+
+
+class CassetteSchemaError(CassetteError):
+    """The document does not match the trace v2 JSON Schema; ``pointer`` is the JSON pointer."""
+
+    def __init__(
+        self, message: str, *, path: str | None = None, step_index: int | None = None, pointer: str = ""
+    ) -> None:
+        super().__init__(message, path=path, step_index=step_index)
+        self.pointer = pointer
+
+
+class HashChainError(CassetteError):
+    """A step's index, prevHash or hash does not match the chain."""
