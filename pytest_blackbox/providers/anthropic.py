@@ -1,0 +1,346 @@
+"""Anthropic Messages API (``POST …/v1/messages``) ↔ neutral step payloads.
+
+A request becomes a ``model_input``: ``system`` the system prompt, ``messages`` neutral messages with
+provider tool ids mapped to ``call-N``, custom tools neutral tool definitions, and the behaviour
+controls ``params``. A response becomes a ``model_output``. Anything a replay could not give back
+as it was (images, server tools, citations, a stop sequence, …) is refused with a
+``BlackboxUnsupportedError`` naming the field, so nothing is recorded that would replay altered.
+
+Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
+sends back must normalize the same without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .common import (
+    CallIds,
+    final_answer,
+    is_stream_request,
+    join_text_blocks,
+    js_stringify,
+    json_copy,
+    label,
+    list_field,
+    malformed,
+    model_input,
+    pick_params,
+    read_output,
+    refuse_stream,
+    require_object,
+    require_str,
+    tool_calls_output,
+    tool_definition,
+    unsupported,
+)
+
+__all__ = [
+    "NAME",
+    "error_body",
+    "is_stream_request",
+    "normalize_request",
+    "normalize_response",
+    "synthesize_response",
+]
+
+NAME: Final = "anthropic"
+
+#: Wire field → neutral ``params`` key, in the order the params object is written.
+_PARAMS: Final = (
+    ("max_tokens", "maxTokens"),
+    ("temperature", "temperature"),
+    ("top_p", "topP"),
+    ("top_k", "topK"),
+    ("tool_choice", "toolChoice"),
+    ("stop_sequences", "stop"),
+    ("output_config", "outputConfig"),
+    ("thinking", "thinking"),
+)
+_DROPPED: Final = frozenset({"thinking", "redacted_thinking"})
+_BLOCKS_ADVICE: Final = "only text, tool_use and tool_result blocks can be recorded in this version"
+_TEXT_ADVICE: Final = "only text content can be recorded in this version"
+_ONE_TEXT_ADVICE: Final = (
+    "a replay returns one text block before the tool calls, so this response could not come back as it was"
+)
+_NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+_STOP_REASONS: Final = {
+    None: None,
+    "end_turn": None,
+    "tool_use": None,
+    "max_tokens": "length",
+    "refusal": "refusal",
+}
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+
+def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
+    """The ``model_input`` payload for a Messages request body; refusals are raised before sending."""
+    request = require_object(body, "the request body")
+    refuse_stream(request)
+    messages = [_message(raw, index, ids) for index, raw in enumerate(list_field(request, "messages"))]
+    tools = [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
+    return model_input(
+        messages,
+        tools,
+        system_prompt=_system_prompt(request.get("system")),
+        model=request.get("model"),
+        params=pick_params(request, _PARAMS),
+    )
+
+
+def _system_prompt(system: Any) -> str | None:
+    if system is None or isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return join_text_blocks(system, "system", _TEXT_ADVICE)
+    malformed("system", "a string or a list of text blocks")
+
+
+def _message(raw: Any, index: int, ids: CallIds) -> dict[str, Any]:
+    at = f"messages[{index}]"
+    message = require_object(raw, at)
+    role = "assistant" if message.get("role") == "assistant" else "user"
+    content = message.get("content")
+    if isinstance(content, str):
+        return {"role": role, "content": content}
+    if not isinstance(content, list):
+        malformed(f"{at}.content", "a string or a list of content blocks")
+    parts = [
+        part
+        for position, block in enumerate(content)
+        if (part := _part(block, role, f"{at}.content[{position}]", ids)) is not None
+    ]
+    return {"role": role, "content": _merge_text(parts) if role == "assistant" else parts}
+
+
+def _part(raw: Any, role: str, at: str, ids: CallIds) -> dict[str, Any] | None:
+    block = require_object(raw, at)
+    kind = block.get("type")
+    if kind in _DROPPED:
+        return None
+    if kind == "text":
+        return {"type": "text", "text": require_str(block.get("text"), f"{at}.text")}
+    if kind == "tool_use" and role == "assistant":
+        name = require_str(block.get("name"), f"{at}.name")
+        call_id = ids.neutral(require_str(block.get("id"), f"{at}.id"), name)
+        return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": _input(block)}
+    if kind == "tool_result" and role == "user":
+        return _tool_result(block, at, ids)
+    if kind in ("tool_use", "tool_result"):
+        home = "assistant" if kind == "tool_use" else "user"
+        article = "an" if role == "assistant" else "a"
+        unsupported(
+            f'a "{kind}" block in {article} {role} message', f"{kind} blocks belong in {home} messages", at
+        )
+    unsupported(f"{label(kind)} content blocks", _BLOCKS_ADVICE, at)
+
+
+def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An assistant turn as a replay returns it: its non-empty text joined first, then the tool calls.
+
+    How an assistant's text is split into blocks is not compared, so a turn recorded from the API and
+    the same turn handed back from a replay normalize alike.
+    """
+    texts = [part["text"] for part in parts if part["type"] == "text" and part["text"]]
+    others = [part for part in parts if part["type"] != "text"]
+    return ([{"type": "text", "text": "\n\n".join(texts)}] if texts else []) + others
+
+
+def _tool_result(block: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
+    call_id, name = ids.resolve(require_str(block.get("tool_use_id"), f"{at}.tool_use_id"))
+    value = _result_value(block.get("content"), f"{at}.content")
+    part: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
+    if block.get("is_error") is True:
+        part["error"] = value if isinstance(value, str) else js_stringify(value)
+    else:
+        part["result"] = value
+    return part
+
+
+def _result_value(content: Any, at: str) -> Any:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return join_text_blocks(
+            content, at, "only text content can be recorded in tool results in this version"
+        )
+    return json_copy(content)
+
+
+def _input(block: dict[str, Any]) -> Any:
+    raw = block.get("input")
+    return json_copy({} if raw is None else raw)
+
+
+def _tool(raw: Any, index: int) -> dict[str, Any]:
+    at = f"tools[{index}]"
+    tool = require_object(raw, at)
+    kind = tool.get("type")
+    if kind is not None and kind != "custom":
+        unsupported(
+            f"server tool {label(kind)}",
+            "only custom (client-executed) tools can be recorded in this version; "
+            "do the work in a wrapped tool",
+            at,
+        )
+    strict = tool.get("strict")
+    if strict is not None and strict is not False:
+        unsupported(
+            "strict: true on a tool", f"leave strict out or set it to false; {_NOT_RECORDED}", f"{at}.strict"
+        )
+    return tool_definition(
+        require_str(tool.get("name"), f"{at}.name"), tool.get("description"), tool.get("input_schema")
+    )
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+    """The ``model_output`` payload for a Messages response body.
+
+    Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
+    """
+    response = require_object(body, "the response body", "response")
+    text, calls = _response_content(response)
+    stop = _stop(response.get("stop_reason"), has_calls=bool(calls))
+    for field in ("stop_details", "container"):
+        if response.get(field) is not None:
+            unsupported(f"{field} in a response", _NOT_RECORDED, field)
+    neutral_calls = [
+        {"toolCallId": ids.neutral(provider_id, name), "toolName": name, "toolInput": tool_input}
+        for provider_id, name, tool_input in calls
+    ]
+    if neutral_calls:
+        return tool_calls_output(neutral_calls, text, stop)
+    return final_answer(text, stop)
+
+
+def _response_content(response: dict[str, Any]) -> tuple[str, list[tuple[str, str, Any]]]:
+    text: str | None = None
+    calls: list[tuple[str, str, Any]] = []
+    for index, raw in enumerate(list_field(response, "content", "response")):
+        at = f"content[{index}]"
+        block = require_object(raw, at, "response")
+        kind = block.get("type")
+        if kind in _DROPPED:
+            continue
+        if kind == "tool_use":
+            name = require_str(block.get("name"), f"{at}.name", "response")
+            calls.append((require_str(block.get("id"), f"{at}.id", "response"), name, _input(block)))
+        elif kind == "text":
+            block_text = _response_text(block, at)
+            if not block_text:
+                continue
+            if calls:
+                unsupported("text after a tool call in a response", _ONE_TEXT_ADVICE, at)
+            if text is not None:
+                unsupported("a response with more than one text block", _ONE_TEXT_ADVICE, at)
+            text = block_text
+        else:
+            unsupported(
+                f"{label(kind)} response blocks",
+                "only text and tool_use responses can be recorded in this version",
+                at,
+            )
+    return text or "", calls
+
+
+def _response_text(block: dict[str, Any], at: str) -> str:
+    if block.get("citations") is not None:
+        unsupported("text citations in a response", _NOT_RECORDED, f"{at}.citations")
+    return require_str(block.get("text"), f"{at}.text", "response")
+
+
+def _stop(reason: Any, *, has_calls: bool) -> str | None:
+    if reason == "refusal" and has_calls:
+        unsupported(
+            "a refusal together with tool calls", "a replay returns a refusal as text alone", "stop_reason"
+        )
+    if reason == "pause_turn":
+        unsupported("stop_reason pause_turn (server tools)", "use client-executed tools", "stop_reason")
+    if reason == "stop_sequence":
+        unsupported(
+            "stop_reason stop_sequence",
+            "the matched sequence is not recorded and a replay would return end_turn; "
+            "leave stop_sequences out",
+            "stop_reason",
+        )
+    if reason == "model_context_window_exceeded":
+        unsupported(
+            "stop_reason model_context_window_exceeded",
+            "a replay would return max_tokens; shorten the conversation",
+            "stop_reason",
+        )
+    if not isinstance(reason, (str, type(None))) or reason not in _STOP_REASONS:
+        unsupported(f"stop_reason {label(reason)}", "a replay could not return it", "stop_reason")
+    return _STOP_REASONS[reason]
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+
+def synthesize_response(
+    output: Any, *, output_index: int, model: str | None, timestamp: int | float
+) -> dict[str, Any]:
+    """The Messages response a replay returns for a recorded output.
+
+    Tool-use ids are the neutral ``call-N`` ids and usage is zero. ``timestamp`` is unused: the
+    Messages API carries no creation time.
+    """
+    recorded = read_output(output)
+    content: list[dict[str, Any]] = []
+    if recorded.text:
+        content.append({"type": "text", "text": recorded.text, "citations": None})
+    for call in recorded.calls:
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call["toolCallId"],
+                "name": call["toolName"],
+                "input": call["toolInput"],
+                "caller": {"type": "direct"},
+            }
+        )
+    return {
+        "id": f"blackbox-replay-{output_index}",
+        "type": "message",
+        "role": "assistant",
+        "model": model if model is not None else "unknown",
+        "content": content,
+        "stop_reason": _stop_reason(recorded.stop, has_calls=recorded.has_calls),
+        "stop_sequence": None,
+        "stop_details": None,
+        "container": None,
+        "diagnostics": None,
+        "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_creation_input_tokens": None,
+            "cache_read_input_tokens": None,
+            "cache_creation": None,
+            "server_tool_use": None,
+            "service_tier": None,
+            "inference_geo": None,
+            "output_tokens_details": None,
+        },
+    }
+
+
+def _stop_reason(stop: str | None, *, has_calls: bool) -> str:
+    if stop == "length":
+        return "max_tokens"
+    if stop == "refusal":
+        return "refusal"
+    return "tool_use" if has_calls else "end_turn"
+
+
+def error_body(message: str) -> dict[str, Any]:
+    """The Messages API error shape, so the SDK raises (and does not retry) a ``[blackbox]`` error."""
+    text = message if message.startswith("[blackbox]") else f"[blackbox] {message}"
+    return {"type": "error", "error": {"type": "invalid_request_error", "message": text}}

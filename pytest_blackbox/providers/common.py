@@ -1,0 +1,396 @@
+"""Pieces both wire protocols share: the call-id map, JSON handling, refusals and payload builders.
+
+Provider modules are pure: bodies come in as parsed JSON and neutral payloads go out as plain dicts.
+Nothing here does I/O or reads the clock, so a recording and its replay normalize a request in
+exactly the same way.
+
+The JSON helpers follow JavaScript's ``JSON.parse`` / ``JSON.stringify`` rather than Python's
+``json`` defaults, because cassettes are shared with the original Blackbox (arda-ulas/blackbox) and a
+value must normalize to the same neutral payload whichever implementation recorded it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+from ..errors import BlackboxUnsupportedError
+from ..trace.canonical import js_number
+
+__all__ = [
+    "STREAMING_MESSAGE",
+    "CallIds",
+    "ReplayOutput",
+    "final_answer",
+    "is_stream_request",
+    "join_text_blocks",
+    "js_stringify",
+    "json_copy",
+    "label",
+    "list_field",
+    "malformed",
+    "model_input",
+    "parse_arguments",
+    "pick_params",
+    "read_output",
+    "refuse_stream",
+    "require_object",
+    "require_str",
+    "tool_calls_output",
+    "tool_definition",
+    "unsupported",
+]
+
+#: The refusal for ``stream: true``, worded as the original Blackbox words it.
+STREAMING_MESSAGE: Final = (
+    "stream: true is not supported yet; streaming isn't supported yet; use the non-streaming call "
+    "(messages.create / chat.completions.create without stream: true) while recording and replaying"
+)
+
+#: 2**53: JavaScript reads larger integers as the nearest double.
+_SAFE_INT: Final = 9007199254740992
+_CALL_ID = re.compile(r"call-(\d+)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LABEL_LIMIT: Final = 60
+
+
+class CallIds:
+    """Provider tool-call ids ↔ Blackbox ``call-N`` ids, for one session.
+
+    Ids are handed out in the order the calls are first seen, so a recording and its replay assign
+    the same ones. A replay hands the agent ``call-N`` itself as the provider id, so those map to
+    themselves and the counter moves past them. Tool names are remembered because a tool result in
+    the history carries only the id of the call it answers.
+    """
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._by_provider: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+
+    def neutral(self, provider_id: str, name: str | None = None) -> str:
+        """The ``call-N`` for a provider id, assigning the next one if the id is new."""
+        call_id = self._by_provider.get(provider_id)
+        if call_id is None:
+            call_id = self._take()
+            self._by_provider[provider_id] = call_id
+        if name is not None:
+            self._names.setdefault(provider_id, name)
+        return call_id
+
+    def resolve(self, provider_id: str) -> tuple[str, str]:
+        """``(call-N, tool name)`` for an id a tool result refers to; ``"unknown"`` if no call named it."""
+        return self.neutral(provider_id), self._names.get(provider_id, "unknown")
+
+    def get(self, provider_id: str) -> str | None:
+        """The ``call-N`` already assigned to a provider id, without assigning one."""
+        return self._by_provider.get(provider_id)
+
+    def register_identity(self, call_ids: Iterable[str]) -> None:
+        """Map replayed ``call-N`` ids to themselves and move the counter past them."""
+        for call_id in call_ids:
+            self._by_provider[call_id] = call_id
+            self._advance_past(call_id)
+
+    def fresh(self) -> str:
+        """A new ``call-N`` that Blackbox itself hands out (unrequested invocations, scripted replies)."""
+        call_id = self._take()
+        self._by_provider[call_id] = call_id
+        return call_id
+
+    def seed_past(self, call_ids: Iterable[str]) -> None:
+        """Move the counter past every ``call-N`` given, without mapping anything."""
+        for call_id in call_ids:
+            self._advance_past(call_id)
+
+    def peek(self) -> str:
+        """The ``call-N`` the next new id will get."""
+        return f"call-{self._next}"
+
+    def _take(self) -> str:
+        call_id = f"call-{self._next}"
+        self._next += 1
+        return call_id
+
+    def _advance_past(self, call_id: str) -> None:
+        match = _CALL_ID.fullmatch(call_id)
+        if match is not None:
+            self._next = max(self._next, int(match.group(1)) + 1)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def unsupported(what: str, advice: str, at: str | None = None) -> NoReturn:
+    """Refuse a feature: ``<what> is not supported yet; <advice> (<field>)``, on one line."""
+    where = f" ({at})" if at else ""
+    raise BlackboxUnsupportedError(f"{what} is not supported yet; {advice}{where}")
+
+
+def malformed(at: str, expected: str, side: str = "request") -> NoReturn:
+    """Refuse a body the provider itself would not produce or accept."""
+    raise BlackboxUnsupportedError(
+        f"{at} must be {expected}; the provider {side} does not have the shape Blackbox can record"
+    )
+
+
+def label(value: Any) -> str:
+    """A short, one-line rendering of a type or role value for a message (never a whole body)."""
+    if isinstance(value, str):
+        text = value if len(value) <= _LABEL_LIMIT else value[:_LABEL_LIMIT] + "…"
+        return js_stringify(text)
+    if value is None:
+        return "null"
+    return f"a {type(value).__name__} value"
+
+
+def is_stream_request(body: Any) -> bool:
+    """Whether the body asks for a streamed answer."""
+    return isinstance(body, Mapping) and body.get("stream") is True
+
+
+def refuse_stream(body: Mapping[str, Any]) -> None:
+    """Streaming is refused in this version, before anything is sent."""
+    if body.get("stream") is True:
+        raise BlackboxUnsupportedError(STREAMING_MESSAGE)
+
+
+def require_object(value: Any, at: str, side: str = "request") -> dict[str, Any]:
+    """A JSON object, or a refusal naming where one was expected."""
+    if not isinstance(value, dict):
+        malformed(at, "a JSON object", side)
+    return value
+
+
+def require_str(value: Any, at: str, side: str = "request") -> str:
+    """A string, or a refusal naming where one was expected."""
+    if not isinstance(value, str):
+        malformed(at, "a string", side)
+    return value
+
+
+def list_field(body: Mapping[str, Any], key: str, side: str = "request") -> list[Any]:
+    """A list-valued field; absent or null reads as empty."""
+    value = body.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        malformed(key, "a list", side)
+    return value
+
+
+# -- JSON as JavaScript reads and writes it ----------------------------------------------------
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of parsed JSON as ``JSON.parse`` would hold it.
+
+    Non-finite numbers become ``null`` and integers beyond 2**53 the nearest double, as in
+    JavaScript; both keep the value storable in a cassette, whose hash is defined over JavaScript
+    numbers.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if -_SAFE_INT <= value <= _SAFE_INT else _as_double(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(key): json_copy(item) for key, item in value.items()}
+    if isinstance(value, Sequence):
+        return [json_copy(item) for item in value]
+    raise BlackboxUnsupportedError(
+        f"a {type(value).__name__} in a provider body is not supported yet; bodies must be plain JSON"
+    )
+
+
+def _as_double(value: int) -> float | None:
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Tool-call arguments as recorded: parsed JSON, else the raw text.
+
+    A value that parses to a string keeps its raw encoded text, so a replay hands the agent exactly
+    the text it got when recording. Text that does not parse is kept as it is for the same reason.
+    """
+    if not isinstance(raw, str):
+        return json_copy({} if raw is None else raw)
+    try:
+        parsed = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return raw
+    return raw if isinstance(parsed, str) else json_copy(parsed)
+
+
+def js_stringify(value: Any) -> str:
+    """Compact JSON in insertion order, byte for byte what ``JSON.stringify`` writes."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _js_string(value)
+    if isinstance(value, (int, float)):
+        return js_number(value) if math.isfinite(value) else "null"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{_js_string(str(k))}:{js_stringify(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Sequence):
+        return "[" + ",".join(js_stringify(item) for item in value) + "]"
+    raise BlackboxUnsupportedError(f"a {type(value).__name__} is not supported yet; it is not a JSON value")
+
+
+def _js_string(text: str) -> str:
+    encoded = json.dumps(text, ensure_ascii=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+
+
+# -- request pieces ----------------------------------------------------------------------------
+
+
+def pick_params(body: Mapping[str, Any], mapping: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+    """The neutral ``params``: fields present and non-null, in table order; ``None`` when empty."""
+    params: dict[str, Any] = {}
+    for wire, neutral in mapping:
+        value = body.get(wire)
+        if value is not None:
+            params[neutral] = json_copy(value)
+    return params or None
+
+
+def join_text_blocks(blocks: list[Any], at: str, advice: str) -> str:
+    """The text of ``{type: "text", text}`` blocks joined with a blank line; other blocks are refused."""
+    texts = []
+    for index, block in enumerate(blocks):
+        where = f"{at}[{index}]"
+        if not isinstance(block, dict):
+            malformed(where, "a JSON object")
+        kind = block.get("type")
+        if kind != "text":
+            unsupported(f"{label(kind)} content", advice, where)
+        texts.append(require_str(block.get("text"), f"{where}.text"))
+    return "\n\n".join(texts)
+
+
+def model_input(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    *,
+    system_prompt: str | None,
+    model: Any,
+    params: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The ``model_input`` payload, keys in the order the original Blackbox writes them."""
+    payload: dict[str, Any] = {"messages": messages, "tools": tools}
+    if system_prompt is not None:
+        payload["systemPrompt"] = system_prompt
+    if isinstance(model, str):
+        payload["model"] = model
+    if params is not None:
+        payload["params"] = params
+    return payload
+
+
+def tool_definition(name: str, description: Any, schema: Any) -> dict[str, Any]:
+    """A neutral tool: ``description`` is ``""`` when absent, ``inputSchema`` only when an object."""
+    definition: dict[str, Any] = {
+        "name": name,
+        "description": description if isinstance(description, str) else "",
+    }
+    if isinstance(schema, dict):
+        definition["inputSchema"] = json_copy(schema)
+    return definition
+
+
+# -- model outputs -----------------------------------------------------------------------------
+
+
+def tool_calls_output(calls: list[dict[str, Any]], text: str, stop: str | None) -> dict[str, Any]:
+    """A ``tool_calls`` output: ``text`` only when non-empty, ``stop`` only when set."""
+    output: dict[str, Any] = {"type": "tool_calls", "calls": calls}
+    if text:
+        output["text"] = text
+    if stop is not None:
+        output["stop"] = stop
+    return output
+
+
+def final_answer(text: str, stop: str | None) -> dict[str, Any]:
+    """A ``final_answer`` output, ``stop`` only when set."""
+    output: dict[str, Any] = {"type": "final_answer", "text": text}
+    if stop is not None:
+        output["stop"] = stop
+    return output
+
+
+@dataclass(frozen=True)
+class ReplayOutput:
+    """A recorded model output, checked and reduced to what a synthesized response needs."""
+
+    calls: list[dict[str, Any]]
+    text: str
+    stop: str | None
+
+    @property
+    def has_calls(self) -> bool:
+        return bool(self.calls)
+
+
+def read_output(output: Any) -> ReplayOutput:
+    """Check a recorded ``model_output`` payload before a response is built from it.
+
+    The single-call shape of the built-in agent loop is served as one call of ``tool_calls``.
+    """
+    if not isinstance(output, dict):
+        _bad_output("is not a JSON object")
+    kind = output.get("type")
+    if kind == "final_answer":
+        text = output.get("text")
+        if not isinstance(text, str):
+            _bad_output("is a final_answer without a string text")
+        return ReplayOutput([], text, _stop(output, ("length", "refusal")))
+    if kind == "tool_call":
+        return ReplayOutput([_call(output)], "", None)
+    if kind == "tool_calls":
+        calls = output.get("calls")
+        if not isinstance(calls, list) or not calls:
+            _bad_output("is a tool_calls output without calls")
+        text = output.get("text", "")
+        if not isinstance(text, str):
+            _bad_output("has a text that is not a string")
+        return ReplayOutput([_call(call) for call in calls], text, _stop(output, ("length",)))
+    _bad_output(f"has type {label(kind)} (expected tool_calls, tool_call or final_answer)")
+
+
+def _call(call: Any) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        _bad_output("has a call that is not a JSON object")
+    call_id, name = call.get("toolCallId"), call.get("toolName")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        _bad_output("has a call without a string toolCallId and toolName")
+    return {"toolCallId": call_id, "toolName": name, "toolInput": json_copy(call.get("toolInput"))}
+
+
+def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
+    stop = output.get("stop")
+    if stop is not None and stop not in allowed:
+        _bad_output(f"has stop {label(stop)} (a {output['type']} output allows only {' or '.join(allowed)})")
+    return stop
+
+
+def _bad_output(problem: str) -> NoReturn:
+    raise BlackboxUnsupportedError(
+        f"this recorded model_output cannot be replayed: it {problem}; fix the cassette or the fork script "
+        "so it holds one of the shapes Blackbox records"
+    )

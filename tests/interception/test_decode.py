@@ -1,0 +1,63 @@
+"""decode_body: what on_response sees of a compressed upstream body."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import zlib
+
+import pytest
+
+from pytest_blackbox.interception import decode_body
+
+BODY = b'{"id":"msg_01","content":[]}'
+
+
+def raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize(
+    ("encoded", "encoding"),
+    [
+        (gzip.compress(BODY, mtime=0), "gzip"),
+        (gzip.compress(BODY, mtime=0), "x-gzip"),
+        (zlib.compress(BODY), "deflate"),
+        (raw_deflate(BODY), "deflate"),
+        (gzip.compress(zlib.compress(BODY), mtime=0), "deflate, gzip"),
+        (gzip.compress(BODY, mtime=0), " GZIP "),
+        (BODY, "identity"),
+    ],
+    ids=["gzip", "x-gzip", "deflate-zlib", "deflate-raw", "stacked", "case-and-space", "identity"],
+)
+def test_known_encodings_are_undone(encoded: bytes, encoding: str) -> None:
+    assert (
+        decode_body(encoded, [("content-type", "application/json"), ("Content-Encoding", encoding)]) == BODY
+    )
+
+
+def test_a_body_without_content_encoding_is_unchanged() -> None:
+    assert decode_body(BODY, [("content-type", "application/json")]) == BODY
+
+
+@pytest.mark.parametrize(
+    ("raw", "encoding"),
+    [(b"\x28\xb5\x2f\xfd garbage", "zstd"), (b"not gzip at all", "gzip"), (gzip.compress(BODY)[:12], "gzip")],
+    ids=["unknown-coding", "corrupt", "truncated"],
+)
+def test_undecodable_bodies_come_back_raw(raw: bytes, encoding: str) -> None:
+    assert decode_body(raw, [("content-encoding", encoding)]) == raw
+
+
+def test_an_undecodable_outer_coding_leaves_the_whole_body_raw() -> None:
+    raw = gzip.compress(BODY, mtime=0)
+    assert decode_body(raw, [("content-encoding", "gzip, zstd")]) == raw
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(name) for name in ("brotli", "brotlicffi")),
+    reason="a brotli package is installed",
+)
+def test_br_without_a_brotli_package_comes_back_raw() -> None:
+    assert decode_body(b"\x8b\x03\x80hello\x03", [("content-encoding", "br")]) == b"\x8b\x03\x80hello\x03"

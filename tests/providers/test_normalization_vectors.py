@@ -1,0 +1,198 @@
+"""The shared normalization vectors (``normalization-vectors.json``), plus the pieces they lean on.
+
+Vectors sharing an ``idSession`` share one call-id map and run in file order, so each such vector
+replays the earlier vectors of its session on a fresh map before its own check.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.providers import (
+    RESPONSES_API_MESSAGE,
+    CallIds,
+    Provider,
+    anthropic,
+    openai_chat,
+    provider_for_path,
+)
+
+from .conftest import VECTORS_DIR, load_vectors_file
+
+PROVIDERS: dict[str, Provider] = {"anthropic": anthropic, "openai": openai_chat}
+VECTORS: list[dict[str, Any]] = (
+    load_vectors_file("normalization-vectors.json")["vectors"]
+    if (VECTORS_DIR / "normalization-vectors.json").is_file()
+    else []
+)
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
+
+
+def _at(body: Any, path: str) -> Any:
+    """The value at a dotted path such as ``choices[0].message.content``."""
+    value = body
+    for key, index in _PATH_TOKEN.findall(path):
+        value = value[int(index)] if index else value[key]
+    return value
+
+
+def _earlier_in_session(vector: dict[str, Any]) -> list[dict[str, Any]]:
+    session = vector.get("idSession")
+    if session is None:
+        return []
+    position = VECTORS.index(vector)
+    return [earlier for earlier in VECTORS[:position] if earlier.get("idSession") == session]
+
+
+def _check(vector: dict[str, Any], ids: CallIds) -> None:
+    provider = PROVIDERS[vector["provider"]]
+    direction, given, expected = vector["direction"], vector["input"], vector["expected"]
+    if direction == "response_to_model_output":
+        assert provider.normalize_response(given, ids) == expected
+    elif direction == "request_to_model_input":
+        for provider_id, call_id in vector.get("idMap", {}).items():
+            assert ids.get(provider_id) == call_id
+        assert provider.normalize_request(given, ids) == expected
+    elif direction == "model_output_round_trip":
+        _check_round_trip(provider, given, expected)
+    else:
+        assert direction == "request_rejected"
+        with pytest.raises(BlackboxUnsupportedError) as caught:
+            provider.normalize_request(given, ids)
+        error = expected["error"]
+        assert type(caught.value).__name__ == error.get("class", "BlackboxUnsupportedError")
+        assert re.search(error.get("messageMatches", ""), str(caught.value))
+        assert "\n" not in str(caught.value)
+
+
+def _check_round_trip(provider: Provider, given: dict[str, Any], expected: dict[str, Any]) -> None:
+    replay_id = _REPLAY_ID.fullmatch(given["responseId"])
+    body = provider.synthesize_response(
+        given["modelOutput"],
+        output_index=int(replay_id.group(1)) if replay_id else 0,
+        model=given["model"],
+        timestamp=given.get("created", 0) * 1000,
+    )
+    if replay_id:
+        assert body["id"] == given["responseId"]
+    if "created" in given:
+        assert body["created"] == given["created"]
+    assert body["model"] == given["model"]
+    for path, value in expected["synthesized"].items():
+        assert _at(body, path) == value
+    back = provider.normalize_response(body, CallIds())
+    assert back == expected.get("normalizesBackTo", given["modelOutput"])
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[vector["name"] for vector in VECTORS])
+def test_normalization_vector(vector: dict[str, Any]) -> None:
+    ids = CallIds()
+    for earlier in _earlier_in_session(vector):
+        _check(earlier, ids)
+    _check(vector, ids)
+
+
+def test_the_vectors_cover_every_direction_and_provider() -> None:
+    if not VECTORS:
+        pytest.skip(f"the shared test vectors are not available at {VECTORS_DIR}")
+    assert {vector["direction"] for vector in VECTORS} == {
+        "response_to_model_output",
+        "request_to_model_input",
+        "model_output_round_trip",
+        "request_rejected",
+    }
+    assert {vector["provider"] for vector in VECTORS} == {"anthropic", "openai"}
+    assert len(VECTORS) == 20
+
+
+# -- the provider registry ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/messages", anthropic),
+        ("/proxy/anthropic/v1/messages", anthropic),
+        ("/v1/messages?beta=true", anthropic),
+        ("/v1/chat/completions", openai_chat),
+        ("/openai/deployments/gpt/chat/completions", openai_chat),
+        ("/v1/messages/count_tokens", None),
+        ("/v1/models", None),
+        ("/", None),
+    ],
+)
+def test_provider_for_path_chooses_by_path_suffix(path: str, expected: Provider | None) -> None:
+    assert provider_for_path(path) is expected
+
+
+def test_the_responses_api_is_refused_with_the_reference_message() -> None:
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        provider_for_path("/v1/responses")
+    assert str(caught.value) == (
+        "the OpenAI Responses API is not supported yet; "
+        "use chat.completions.create (Responses support is planned)"
+    )
+    assert str(caught.value) == RESPONSES_API_MESSAGE
+
+
+def test_provider_names() -> None:
+    assert (anthropic.NAME, openai_chat.NAME) == ("anthropic", "openai_chat")
+
+
+# -- CallIds -----------------------------------------------------------------------------------
+
+
+def test_call_ids_are_assigned_in_first_seen_order_and_stay_stable() -> None:
+    ids = CallIds()
+    assert ids.neutral("toolu_B") == "call-0"
+    assert ids.neutral("toolu_A") == "call-1"
+    assert ids.neutral("toolu_B") == "call-0"
+    assert ids.get("toolu_A") == "call-1"
+    assert ids.get("toolu_C") is None
+    assert ids.peek() == "call-2"
+
+
+def test_resolve_gives_the_first_name_seen_or_unknown() -> None:
+    ids = CallIds()
+    ids.neutral("toolu_A", "weather")
+    ids.neutral("toolu_A", "renamed")
+    assert ids.resolve("toolu_A") == ("call-0", "weather")
+    assert ids.resolve("toolu_never_called") == ("call-1", "unknown")
+
+
+def test_register_identity_maps_replayed_ids_to_themselves_and_moves_the_counter() -> None:
+    ids = CallIds()
+    ids.register_identity(iter(["call-0", "call-3"]))
+    assert ids.neutral("call-3") == "call-3"
+    assert ids.neutral("call-0") == "call-0"
+    assert ids.neutral("toolu_new") == "call-4"
+
+
+def test_register_identity_never_moves_the_counter_back() -> None:
+    ids = CallIds()
+    for provider_id in ("a", "b", "c"):
+        ids.neutral(provider_id)
+    ids.register_identity(["call-1"])
+    assert ids.peek() == "call-3"
+    assert ids.neutral("call-1") == "call-1"
+
+
+def test_fresh_hands_out_unused_ids_that_map_to_themselves() -> None:
+    ids = CallIds()
+    ids.neutral("toolu_A")
+    assert ids.fresh() == "call-1"
+    assert ids.neutral("call-1") == "call-1"
+    assert ids.neutral("toolu_B") == "call-2"
+
+
+def test_seed_past_moves_the_counter_without_mapping() -> None:
+    ids = CallIds()
+    ids.seed_past(["call-2", "call-10", "not-a-call-id", "call-x"])
+    assert ids.peek() == "call-11"
+    assert ids.get("call-2") is None
+    assert ids.neutral("toolu_A") == "call-11"
