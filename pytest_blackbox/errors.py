@@ -28,6 +28,7 @@ __all__ = [
     "CassetteVersionError",
     "ForkError",
     "HashChainError",
+    "OfflineRequestError",
     "ReplayDivergenceError",
     "SecretLeakError",
     "TranscriptImportError",
@@ -40,6 +41,10 @@ class BlackboxUnsupportedError(BlackboxError):
 
 class BlackboxUsageError(BlackboxError):
     """A bad option, environment variable, marker argument or call order."""
+
+
+class OfflineRequestError(BlackboxError):
+    """A replay (or other offline run) was asked to reach the network; the request was not sent."""
 
 
 class SecretLeakError(BlackboxError):

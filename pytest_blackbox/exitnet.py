@@ -1,0 +1,83 @@
+"""The exit safety net: an unfinished recording is still written when the process ends.
+
+A run that crashes, is interrupted or simply never calls ``finish()`` is often the run worth
+looking at. At interpreter exit, on an uncaught exception, on Ctrl-C and on SIGTERM, every
+unfinished record session writes its cassette with the terminal step that says how the run ended
+(``run_failed / process_exit`` with the exit code, or ``calls_in_flight`` while calls were running).
+
+Python's ``atexit`` does not receive the exit status, so the code is taken from what this module can
+observe: an uncaught exception (1), ``KeyboardInterrupt`` (130), SIGTERM (143); a plain exit counts
+as clean. Under pytest the plugin owns the session's end and this net is not installed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import weakref
+from types import FrameType, TracebackType
+from typing import Protocol
+
+SIGINT_EXIT = 130
+SIGTERM_EXIT = 143
+
+
+class Ending(Protocol):
+    """A session that can write itself at process exit."""
+
+    def end_by_exit(self, exit_code: int) -> None: ...
+
+
+_sessions: weakref.WeakSet[Ending] = weakref.WeakSet()
+_installed = False
+_exit_code = 0
+
+
+def watch(session: Ending) -> None:
+    """Write ``session`` at process exit unless it finishes first."""
+    _install()
+    _sessions.add(session)
+
+
+def forget(session: Ending) -> None:
+    _sessions.discard(session)
+
+
+def _end_all(code: int) -> None:
+    for session in list(_sessions):
+        _sessions.discard(session)
+        try:
+            session.end_by_exit(code)
+        except Exception as exc:  # the process is ending: report, never raise
+            print(f"blackbox: could not write the cassette at exit: {exc}", file=sys.stderr)
+
+
+def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    global _exit_code
+    _exit_code = SIGINT_EXIT if issubclass(kind, KeyboardInterrupt) else 1
+    _previous_excepthook(kind, value, tb)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    _end_all(SIGTERM_EXIT)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+_previous_excepthook = sys.excepthook
+
+
+def _install() -> None:
+    global _installed, _previous_excepthook
+    if _installed:
+        return
+    _installed = True
+    _previous_excepthook = sys.excepthook
+    sys.excepthook = _excepthook
+    atexit.register(lambda: _end_all(_exit_code))
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _on_sigterm)
