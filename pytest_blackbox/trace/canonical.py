@@ -71,7 +71,7 @@ def _float_to_js(value: float) -> str:
         raise CanonicalJSONError("Cannot canonicalize a non-finite number (NaN or Infinity)")
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) <= _SAFE:
         return str(int(value))
     sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
     assert isinstance(exponent, int)

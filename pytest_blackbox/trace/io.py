@@ -1,0 +1,350 @@
+"""Reading and writing cassette files: strict JSON in, byte-exact JSON out, atomic writes.
+
+Reading is stricter than ``JSON.parse`` on purpose: a cassette is evidence, so anything that two
+readers could understand differently (a duplicate key, NaN, an integer a double cannot hold) is
+refused rather than guessed at. Numbers are kept by *value*, the way JavaScript reads them, so
+``1.0``, ``1E0`` and ``1`` are the same number and hash the same.
+
+No error message quotes file content: a cassette may hold secrets, so errors name the file, the
+line and column or the step, and the rule that was broken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+from typing import Any, NoReturn, cast
+
+from .canonical import js_number, pretty_json
+from .chain import validate_chain
+from .errors import (
+    CanonicalJSONError,
+    CassetteError,
+    CassetteReadError,
+    CassetteSchemaError,
+    CassetteVersionError,
+)
+from .model import CURRENT_TRACE_VERSION, Trace
+from .schema import validate_schema
+
+__all__ = ["dumps_trace", "load_trace", "parse_json", "parse_trace", "save_trace"]
+
+#: 2**53: beyond it a double skips integers, so JavaScript would silently round them.
+_SAFE = 9007199254740992
+
+_TRACE_KEYS = ("version", "id", "createdAt", "steps", "parentId", "forkedFromStepId")
+_STEP_KEYS = ("id", "index", "type", "timestamp", "payload", "prevHash", "hash")
+
+
+def _where(path: str | None) -> str:
+    return f"`{path}`" if path else "the cassette"
+
+
+# --------------------------------------------------------------------------------------------
+# Strict JSON
+
+
+class _Refused(Exception):
+    """Raised from inside ``json.loads`` hooks; turned into a located ``CassetteReadError``."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+_PROBLEMS = {
+    "duplicate": "duplicate object key{at} (each key may appear only once in an object)",
+    "constant": "NaN or Infinity{at}: JSON has no such numbers",
+    "overflow": "a number{at} is too large for a double (it would become Infinity)",
+    "unsafe": "an integer{at} cannot be stored exactly as a double (beyond 2**53); store it as a string",
+}
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Refused("duplicate")
+    return obj
+
+
+def _refuse_constant(token: str) -> NoReturn:
+    raise _Refused("constant")
+
+
+def _number_float(token: str) -> int | float:
+    value = float(token)
+    if math.isinf(value):
+        raise _Refused("overflow")
+    if value.is_integer() and -_SAFE <= value <= _SAFE:
+        return int(value)  # 1.0, 1E2 and -0.0 are the integers JavaScript reads
+    return value
+
+
+def _number_int(token: str) -> int | float:
+    """Integers JavaScript reads exactly; above 2**53, only those a double holds or JavaScript wrote.
+
+    ``JSON.stringify`` writes a large double by its shortest digits (2**64 as
+    ``18446744073709552000``), so that spelling is read back as the same double. Any other
+    integer a double cannot hold would be rounded silently by one reader and not the other.
+    """
+    digits = len(token) - token.startswith("-")
+    if digits < 16:
+        return int(token)
+    if digits > 309:  # beyond the largest double, and beyond int()'s default digit limit
+        raise _Refused("unsafe")
+    value = int(token)
+    if -_SAFE <= value <= _SAFE:
+        return value
+    try:
+        double = float(value)
+    except OverflowError:
+        raise _Refused("unsafe") from None
+    if double == value:
+        return value
+    if js_number(double) == token:
+        return double
+    raise _Refused("unsafe")
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_object,
+    parse_constant=_refuse_constant,
+    parse_float=_number_float,
+    parse_int=_number_int,
+)
+
+# Tokens of a JSON text that has already parsed up to the problem: strings, punctuation, literals.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+', re.DOTALL)
+_KEY_FOLLOWS = re.compile(r"[ \t\r\n]*:")
+
+
+def _literal_problem(token: str) -> str | None:
+    if token in ("true", "false", "null"):
+        return None
+    if token in ("NaN", "Infinity", "-Infinity"):
+        return "constant"
+    try:
+        _number_int(token) if re.fullmatch(r"-?\d+", token) else _number_float(token)
+    except _Refused as refused:
+        return refused.kind
+    except ValueError:
+        return None
+    return None
+
+
+def _locate(text: str) -> tuple[str, int] | None:
+    """The first refused token in document order, found by a flat scan (no recursion)."""
+    objects: list[set[str] | None] = []
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == "{":
+            objects.append(set())
+        elif first == "[":
+            objects.append(None)
+        elif first in "}]":
+            if objects:
+                objects.pop()
+        elif first == '"':
+            keys = objects[-1] if objects else None
+            if keys is not None and _KEY_FOLLOWS.match(text, match.end()):
+                key = json.loads(token)
+                if key in keys:
+                    return "duplicate", match.start()
+                keys.add(key)
+        elif first not in ",:":
+            kind = _literal_problem(token)
+            if kind is not None:
+                return kind, match.start()
+    return None
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - text.rfind("\n", 0, offset)
+
+
+def _refused_error(text: str, refused: _Refused, path: str | None) -> CassetteReadError:
+    located = _locate(text)
+    if located is None:
+        problem = _PROBLEMS[refused.kind].format(at="")
+    else:
+        kind, offset = located
+        line, column = _line_column(text, offset)
+        problem = _PROBLEMS[kind].format(at=f" at line {line}, column {column}")
+    return CassetteReadError(f"{_where(path)} is not valid cassette JSON: {problem}", path=path)
+
+
+def parse_json(text: str, *, path: str | None = None) -> Any:
+    """Strict JSON: duplicate keys, NaN/Infinity and inexact integers refused; integral floats become ints."""
+    if not text.strip():
+        raise CassetteReadError(f"{_where(path)} is empty: it holds no JSON", path=path)
+    try:
+        return _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        reason = exc.msg.removesuffix(" at")
+        raise CassetteReadError(
+            f"{_where(path)} is not valid JSON: {reason} at line {exc.lineno}, column {exc.colno}", path=path
+        ) from None
+    except _Refused as refused:
+        raise _refused_error(text, refused, path) from None
+    except RecursionError:
+        raise _too_deep(path) from None
+
+
+def _too_deep(path: str | None) -> CassetteReadError:
+    return CassetteReadError(f"{_where(path)} is nested too deeply to read", path=path)
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+
+
+def _check_version(doc: dict[str, Any], path: str | None) -> None:
+    prefix = f"{_where(path)} is not a v2 cassette"
+    if "version" not in doc:
+        raise CassetteVersionError(f"{prefix}: version field is missing", path=path)
+    version = doc["version"]
+    if isinstance(version, bool) or not isinstance(version, (int, float)):
+        raise CassetteVersionError(f"{prefix}: version field is not a number", path=path)
+    if version == 1:
+        raise CassetteVersionError(
+            f"{prefix}: version 1 is unreadable: re-record the run (there is no v1 → v2 migration)", path=path
+        )
+    if version != CURRENT_TRACE_VERSION:
+        raise CassetteVersionError(
+            f"{prefix}: version {js_number(version)} is not supported (expected {CURRENT_TRACE_VERSION})",
+            path=path,
+        )
+
+
+def parse_trace(text: str, *, path: str | None = None) -> Trace:
+    """Parse a cassette's text and check, in order: JSON, version, schema, hash chain."""
+    doc = parse_json(text, path=path)
+    if not isinstance(doc, dict):
+        raise CassetteSchemaError(
+            f"{_where(path)} does not match the trace v2 schema at the top level: must be an object",
+            path=path,
+        )
+    _check_version(doc, path)
+    try:
+        validate_schema(doc, path=path)
+        validate_chain(doc, path=path)
+    except RecursionError:
+        raise _too_deep(path) from None
+    return cast(Trace, doc)
+
+
+def _read_text(path: str) -> str:
+    if os.path.isdir(path):
+        raise CassetteReadError(f"`{path}` is a directory, not a cassette file", path=path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise CassetteReadError(f"`{path}` does not exist", path=path) from None
+    except PermissionError:
+        raise CassetteReadError(f"`{path}` cannot be read: permission denied", path=path) from None
+    except OSError as exc:
+        raise CassetteReadError(f"`{path}` cannot be read: {_os_reason(exc)}", path=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CassetteReadError(
+            f"`{path}` is not UTF-8 text (invalid byte at offset {exc.start})", path=path
+        ) from None
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and fully check a cassette file; every failure is a ``CassetteError`` naming the file."""
+    name = os.fspath(path)
+    return parse_trace(_read_text(name), path=name)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _ordered(record: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """``order`` first (the original's writer order), then anything else as it came."""
+    ordered = {key: record[key] for key in order if key in record}
+    for key, value in record.items():
+        ordered.setdefault(key, value)
+    return ordered
+
+
+def dumps_trace(trace: Trace) -> str:
+    """The cassette file text: ``JSON.stringify(trace, null, 2)`` in the writer's key order, no newline."""
+    doc = _ordered(cast("dict[str, Any]", trace), _TRACE_KEYS)
+    steps = doc.get("steps")
+    if isinstance(steps, list):
+        doc["steps"] = [_ordered(s, _STEP_KEYS) if isinstance(s, dict) else s for s in steps]
+    return pretty_json(doc)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or exc.__class__.__name__
+
+
+def _open_temp(directory: str, name: str) -> tuple[int, str]:
+    """A fresh file next to the target, created with the umask's mode like any new file."""
+    while True:
+        candidate = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), candidate
+        except FileExistsError:
+            continue
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename itself durable; not every platform lets a directory be opened, so best effort."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_replacing(target: str, data: bytes) -> None:
+    directory = os.path.dirname(target) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, temp = _open_temp(directory, os.path.basename(target))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_directory(directory)
+
+
+def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write atomically: the file is either the previous version or the complete new one, never half."""
+    target = os.fspath(path)
+    try:
+        data = dumps_trace(trace).encode("utf-8")
+    except CanonicalJSONError as exc:
+        raise CassetteError(f"could not write `{target}`: {exc}", path=target) from None
+    try:
+        _write_replacing(target, data)
+    except OSError as exc:
+        raise CassetteError(
+            f"could not write `{target}`: {_os_reason(exc)}; any previous file there is unchanged",
+            path=target,
+        ) from None

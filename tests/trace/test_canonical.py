@@ -1,0 +1,302 @@
+"""Canonical JSON against an independent reference written from the ECMAScript rules.
+
+The reference below is deliberately built another way than ``canonical.py``: digits come from
+``repr`` by string surgery (no ``Decimal``), strings are walked as UTF-16 code units by hand, and
+objects are assembled the way ``SerializeJSONObject`` describes, gap and all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_blackbox.trace.canonical import canonical_json, js_number, pretty_json
+from pytest_blackbox.trace.errors import CanonicalJSONError
+from pytest_blackbox.trace.io import parse_json
+
+
+class RefError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------------------------
+# The reference
+
+
+def ref_number(value: int | float) -> str:
+    if isinstance(value, int):
+        as_double = float(value)  # JavaScript holds every number as a double
+        if as_double != value:
+            raise RefError("not exact as a double")
+        value = as_double
+    if value != value or value in (math.inf, -math.inf):
+        raise RefError("non-finite")
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + ref_number(-value)
+    mantissa, _, exponent = repr(value).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = len(whole) + (int(exponent) if exponent else 0)
+    significant = digits.lstrip("0")
+    point -= len(digits) - len(significant)
+    digits = significant.rstrip("0")
+    k, n = len(digits), point  # value = 0.<digits> x 10**n, with k digits, as in Number::toString
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + digits
+    e = n - 1
+    sign = "+" if e > 0 else "-"
+    head = digits[0] if k == 1 else digits[0] + "." + digits[1:]
+    return f"{head}e{sign}{abs(e)}"
+
+
+def code_units(text: str) -> list[int]:
+    units: list[int] = []
+    for char in text:
+        point = ord(char)
+        if point > 0xFFFF:
+            point -= 0x10000
+            units.extend((0xD800 + (point >> 10), 0xDC00 + (point & 0x3FF)))
+        else:
+            units.append(point)
+    return units
+
+
+_SHORT = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"}
+
+
+def ref_string(text: str) -> str:
+    units = code_units(text)
+    out = ['"']
+    i = 0
+    while i < len(units):
+        unit = units[i]
+        paired = 0xD800 <= unit <= 0xDBFF and i + 1 < len(units) and 0xDC00 <= units[i + 1] <= 0xDFFF
+        if unit in _SHORT:
+            out.append(_SHORT[unit])
+        elif unit < 0x20:
+            out.append("\\u" + format(unit, "04x"))
+        elif paired:
+            out.append(chr(0x10000 + ((unit - 0xD800) << 10) + (units[i + 1] - 0xDC00)))
+            i += 1
+        elif 0xD800 <= unit <= 0xDFFF:
+            out.append("\\u" + format(unit, "04x"))
+        else:
+            out.append(chr(unit))
+        i += 1
+    out.append('"')
+    return "".join(out)
+
+
+def ref_json(value: Any, *, gap: str = "", indent: str = "", sort: bool = True) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return ref_string(value)
+    if isinstance(value, (int, float)):
+        return ref_number(value)
+    inner = indent + gap
+    if isinstance(value, dict):
+        keys = sorted(value, key=code_units) if sort else list(value)
+        colon = ": " if gap else ":"
+        members = [ref_string(k) + colon + ref_json(value[k], gap=gap, indent=inner, sort=sort) for k in keys]
+        return _wrap("{", "}", members, gap, indent, inner)
+    members = [ref_json(v, gap=gap, indent=inner, sort=sort) for v in value]
+    return _wrap("[", "]", members, gap, indent, inner)
+
+
+def _wrap(open_: str, close: str, members: list[str], gap: str, indent: str, inner: str) -> str:
+    if not members:
+        return open_ + close
+    if not gap:
+        return open_ + ",".join(members) + close
+    return open_ + "\n" + inner + (",\n" + inner).join(members) + "\n" + indent + close
+
+
+# ----------------------------------------------------------------------------------------------
+# Strategies
+
+boundary_floats = st.sampled_from(
+    [
+        1e21,
+        999999999999999868928.0,
+        1e20,
+        1e-6,
+        1e-7,
+        9.999999999999999e-7,
+        5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        -0.0,
+        0.1 + 0.2,
+        2.0**53,
+        2.0**53 + 2,
+        123e-20,
+    ]
+)
+numbers = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    boundary_floats,
+    st.integers(-(2**53), 2**53),
+)
+any_text = st.text(st.characters(exclude_categories=()), max_size=12)
+tricky_text = st.text(
+    st.sampled_from(["a", "\x00", "\x1f", '"', "\\", "\u2028", "\ud800", "\udfff", "\ud83d", "\ude00", "é"]),
+    max_size=8,
+)
+key_text = st.text(
+    st.one_of(
+        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+        st.characters(min_codepoint=0xE000, max_codepoint=0xFFFF),
+        st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+    ),
+    max_size=4,
+)
+scalars = st.one_of(st.none(), st.booleans(), numbers, any_text, tricky_text)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(key_text, children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+# ----------------------------------------------------------------------------------------------
+# Properties
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_canonical_json_matches_the_reference(value: Any) -> None:
+    assert canonical_json(value) == ref_json(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_pretty_json_matches_the_reference(value: Any) -> None:
+    assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+
+
+@settings(max_examples=500, deadline=None)
+@given(numbers)
+def test_js_number_matches_the_reference(value: float) -> None:
+    assert js_number(value) == ref_number(value)
+
+
+bmp_keys = st.text(st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=4)
+safe_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.text(max_size=8)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(bmp_keys, children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(safe_values)
+def test_reference_agrees_with_python_json_where_they_must(value: Any) -> None:
+    """Sanity check of the reference itself: no floats, surrogates or astral keys, so Python is right."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert ref_json(value) == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# Exact tables
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (1.0, "1"),
+        (100.0, "100"),
+        (-0.0, "0"),
+        (0, "0"),
+        (1e-7, "1e-7"),
+        (-1e-7, "-1e-7"),
+        (1e-6, "0.000001"),
+        (1e16, "10000000000000000"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (0.00001, "0.00001"),
+        (1.5e-7, "1.5e-7"),
+        (123e-20, "1.23e-18"),
+        (0.1 + 0.2, "0.30000000000000004"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (2**53, "9007199254740992"),
+        (2**53 + 2, "9007199254740994"),
+        (2.0**64, "18446744073709552000"),
+        (2**64, "18446744073709552000"),
+        (27695159453467512.0, "27695159453467510"),
+        (-(2**53) - 2, "-9007199254740994"),
+        (0.2, "0.2"),
+    ],
+)
+def test_numbers_are_written_as_javascript_does(value: float, expected: str) -> None:
+    assert js_number(value) == expected
+    assert canonical_json([value]) == f"[{expected}]"
+    assert pretty_json({"n": value}) == '{\n  "n": ' + expected + "\n}"
+
+
+@pytest.mark.parametrize("value", [2**53 + 1, -(2**53) - 1, 10**400])
+def test_integers_a_double_cannot_hold_are_refused(value: int) -> None:
+    with pytest.raises(CanonicalJSONError, match="cannot be stored exactly"):
+        canonical_json({"n": value})
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_are_refused(value: float) -> None:
+    with pytest.raises(CanonicalJSONError, match=r"^Cannot canonicalize a non-finite number"):
+        canonical_json({"n": [value]})
+    with pytest.raises(CanonicalJSONError, match=r"^Cannot canonicalize a non-finite number"):
+        pretty_json(value)
+
+
+def test_strings_escape_like_json_stringify() -> None:
+    assert canonical_json("\ud800") == '"\\ud800"'
+    assert canonical_json("a\udfffb") == '"a\\udfffb"'
+    assert canonical_json("\ud83d\ude00") == '"\U0001f600"'  # a surrogate pair is one character to JavaScript
+    assert canonical_json("\U0001f600") == '"\U0001f600"'
+    assert canonical_json('\x00\x1f\b\t\n\f\r"\\') == '"\\u0000\\u001f\\b\\t\\n\\f\\r\\"\\\\"'
+    assert canonical_json("\u2028°—") == '"\u2028°—"'
+
+
+def test_keys_sort_by_utf16_code_units() -> None:
+    value = {"\uffff": 1, "\U0001f600": 2, "b": 3, "a": 4, "\ue000": 5}
+    # U+1F600 is the pair D83D DE00, which sorts before U+E000; by code point it would sort last.
+    assert canonical_json(value) == '{"a":4,"b":3,"\U0001f600":2,"\ue000":5,"\uffff":1}'
+    assert (
+        pretty_json(value) == '{\n  "\uffff": 1,\n  "\U0001f600": 2,\n  "b": 3,\n  "a": 4,\n  "\ue000": 5\n}'
+    )
+
+
+def test_pretty_json_layout() -> None:
+    value: dict[str, Any] = {"a": [1, {"b": 1.0}], "e": {}, "f": [], "g": None}
+    assert pretty_json(value) == (
+        '{\n  "a": [\n    1,\n    {\n      "b": 1\n    }\n  ],\n  "e": {},\n  "f": [],\n  "g": null\n}'
+    )
+
+
+@pytest.mark.parametrize("spelling", ["1", "1.0", "1E0", "1e0", "10e-1", "100E-2", "1.000"])
+def test_numbers_are_hashed_by_value_however_spelled(spelling: str) -> None:
+    assert canonical_json(parse_json('{"a":' + spelling + "}")) == '{"a":1}'
+
+
+def test_negative_zero_is_zero() -> None:
+    parsed = parse_json('{"a":-0.0,"b":-0,"c":-0E5}')
+    assert canonical_json(parsed) == '{"a":0,"b":0,"c":0}'
