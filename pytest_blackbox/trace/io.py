@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -291,14 +292,32 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or exc.__class__.__name__
 
 
+#: A temporary file older than this belongs to a writer that died (kill -9, power loss): no live
+#: save holds one open for minutes, so the next save of the same cassette may remove it.
+STALE_TEMP_SECONDS = 15 * 60
+
+_TEMP_TAIL = re.compile(r"[0-9a-f]{12}\.tmp")
+
+
+def _temp_prefix(name: str) -> str:
+    return f".{name}."
+
+
 def _open_temp(directory: str, name: str) -> tuple[int, str]:
     """A fresh file next to the target, created with the umask's mode like any new file."""
     while True:
-        candidate = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        candidate = os.path.join(directory, f"{_temp_prefix(name)}{secrets.token_hex(6)}.tmp")
         try:
             return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), candidate
         except FileExistsError:
             continue
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` may write less than asked (a signal, a nearly full disk): keep going from there."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_directory(directory: str) -> None:
@@ -315,15 +334,41 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+def _remove_stale_temps(directory: str, name: str) -> None:
+    """Without this, every writer killed mid-save would leave one more hidden file for good.
+
+    Only this cassette's own temporary files are touched, and only old ones, so a concurrent
+    writer's file in progress is never pulled from under it. Best effort: a save never fails here.
+    """
+    prefix = _temp_prefix(name)
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(directory) as entries:
+            stale = [
+                entry.path
+                for entry in entries
+                if entry.name.startswith(prefix)
+                and _TEMP_TAIL.fullmatch(entry.name, len(prefix))
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < cutoff
+            ]
+    except OSError:
+        return
+    for path in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
 def _write_replacing(target: str, data: bytes) -> None:
     directory = os.path.dirname(target) or "."
     os.makedirs(directory, exist_ok=True)
     fd, temp = _open_temp(directory, os.path.basename(target))
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
         os.replace(temp, target)
@@ -332,10 +377,17 @@ def _write_replacing(target: str, data: bytes) -> None:
             os.unlink(temp)
         raise
     _fsync_directory(directory)
+    _remove_stale_temps(directory, os.path.basename(target))
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write atomically: the file is either the previous version or the complete new one, never half."""
+    """Write atomically: the file is either the previous version or the complete new one, never half.
+
+    The text goes to ``.<name>.<12 hex>.tmp`` in the same directory, is ``fsync``ed and renamed over
+    the target. A writer killed mid-save leaves that hidden file behind (the cassette itself is
+    untouched); the next successful save of the same cassette removes such files once they are
+    older than ``STALE_TEMP_SECONDS``.
+    """
     target = os.fspath(path)
     try:
         data = dumps_trace(trace).encode("utf-8")
