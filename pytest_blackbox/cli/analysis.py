@@ -1,10 +1,334 @@
-"""Placeholder: subcommands are registered here by their owner."""
+"""The read-only commands: ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``.
+
+They only read cassettes, so they import nothing but the analysis side (``pytest_blackbox.trace``)
+and never reach a model, a tool or the network. Each handler returns the exit code; a cassette
+that cannot be loaded surfaces as a ``CassetteError`` naming the file, which ``main`` prints as
+one line.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import BlackboxUsageError
+from ..trace.assertions import assert_cassette, parse_tools, render_assert_report
+from ..trace.canonical import pretty_json
+from ..trace.diff import diff_outcome, diff_traces, render_diff
+from ..trace.errors import CassetteError
+from ..trace.io import load_trace
+from ..trace.labels import describe_step
+from ..trace.model import Trace
+from ..trace.payloads import terminal_outcome
+from ..trace.secrets import mask
+from ..trace.verify import render_verify_report, verify_trace
+
+#: Environment variables whose values are always treated as secrets to find and never to print.
+DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+#: Set by the launcher for offline runs; it is not a credential.
+OFFLINE_PLACEHOLDER = "blackbox-offline-placeholder"
 
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
-    """Add this module's subcommands."""
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``."""
+    _add_verify(sub)
+    _add_diff(sub)
+    _add_inspect(sub)
+    _add_list(sub)
+    _add_assert(sub)
+
+
+def _parser(
+    sub: argparse._SubParsersAction[Any], name: str, summary: str, description: str, examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(description, 78),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def _add_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--api-key-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also treat the value of this environment variable as an API key (repeatable; "
+        "ANTHROPIC_API_KEY and OPENAI_API_KEY are always used)",
+    )
+
+
+def _add_verify(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = _parser(
+        sub,
+        "verify",
+        "check cassettes: schema, hash chain, provider neutrality, replayability",
+        "Check each cassette's schema version, hash chain, provider neutrality (no provider ids, "
+        "usage/stop metadata or keys) and replayability. Exits 0 when every cassette passes, 1 otherwise.",
+        ["blackbox verify runs/weather.json", "blackbox verify runs/*.json --json"],
+    )
+    parser.add_argument("cassettes", nargs="+", metavar="cassette", help="cassette file(s) to check")
+    parser.add_argument("--json", action="store_true", help="print the report(s) as one JSON document")
+    _add_key_option(parser)
+    parser.set_defaults(func=run_verify)
+
+
+def _add_diff(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = _parser(
+        sub,
+        "diff",
+        "find the first step where two cassettes diverge",
+        "Compare two cassettes step by step and report the first divergence, the value that changed and "
+        "whether the outcome (status, final answer, tool path) changed. Steps are compared by hash, right "
+        "for a fork and its parent; --semantic compares step type and payload only, for two separate "
+        "recordings of the same run. Exits 0 once compared (diverging or not), 1 if a cassette cannot be "
+        "loaded.",
+        [
+            "blackbox diff runs/weather.json runs/hot.json",
+            "blackbox diff runs/before.json runs/after.json --semantic",
+        ],
+    )
+    parser.add_argument("parent", help="the parent (baseline) cassette")
+    parser.add_argument("child", help="the child (comparison) cassette")
+    parser.add_argument("--semantic", action="store_true", help="ignore timestamps and hash-chain fields")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(func=run_diff)
+
+
+def _add_inspect(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = _parser(
+        sub,
+        "inspect",
+        "show a cassette's metadata and step timeline",
+        "Show a cassette's metadata, outcome and one line per step; --step N shows one step in full.",
+        ["blackbox inspect runs/weather.json", "blackbox inspect runs/weather.json --step 3"],
+    )
+    parser.add_argument("cassette", help="the cassette file")
+    parser.add_argument(
+        "--step", type=int, metavar="N", help="show step N in full (type, hash, time, payload)"
+    )
+    parser.set_defaults(func=run_inspect)
+
+
+def _add_list(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = _parser(
+        sub,
+        "list",
+        "list the cassettes in a directory",
+        "List every .json file in a directory with its id, version, step count, status and creation date. "
+        "Files that are not valid cassettes are reported as warnings. Exits 0 once listed, 1 if the "
+        "directory cannot be read.",
+        ["blackbox list", "blackbox list runs"],
+    )
+    parser.add_argument("dir", nargs="?", default="traces", help="the directory (default: traces)")
+    parser.set_defaults(func=run_list)
+
+
+def _add_assert(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = _parser(
+        sub,
+        "assert",
+        "verify a cassette and check its outcome (for CI)",
+        "Run verify, then check each given expectation exactly. Exits 0 only if everything passes. "
+        "--expect-tools reads the recorded tool_call steps, so it needs wrapped tools; an empty value "
+        "means no tool calls.",
+        [
+            "blackbox assert runs/weather.json --expect-status success --expect-tools weather,weather",
+            'blackbox assert runs/storm.json --expect-final-answer "Neither is great."',
+        ],
+    )
+    parser.add_argument("cassette", help="the cassette file")
+    parser.add_argument(
+        "--expect-status", choices=("success", "error", "incomplete"), help="expected terminal status"
+    )
+    parser.add_argument("--expect-final-answer", metavar="TEXT", help="expected final answer (exact)")
+    parser.add_argument("--expect-tools", metavar="A,B", help="expected tool-call sequence, comma-separated")
+    parser.add_argument("--expect-failure-reason", metavar="REASON", help="expected failure reason")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_key_option(parser)
+    parser.set_defaults(func=run_assert)
+
+
+# --------------------------------------------------------------------------------------------
+# Handlers
+
+
+def api_keys(extra_variables: Sequence[str] = ()) -> list[str]:
+    """The API key values to look for: the default variables plus any named with ``--api-key-env``."""
+    keys: list[str] = []
+    for name in extra_variables:
+        value = os.environ.get(name)
+        if not value:
+            raise BlackboxUsageError(f"--api-key-env {name}: the environment variable {name} is not set")
+        keys.append(value)
+    for name in DEFAULT_KEY_VARIABLES:
+        value = os.environ.get(name)
+        if value and value != OFFLINE_PLACEHOLDER:
+            keys.append(value)
+    return keys
+
+
+def _color(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    keys = api_keys(args.api_key_env)
+    reports = [verify_trace(path, api_keys=keys) for path in args.cassettes]
+    if args.json:
+        documents = [report.to_json() for report in reports]
+        _print_json(documents[0] if len(documents) == 1 else documents)
+    else:
+        color = _color(sys.stdout)
+        print("\n\n".join(render_verify_report(report, color) for report in reports))
+    return 0 if all(report.ok for report in reports) else 1
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    keys = api_keys()
+    parent, child = load_trace(args.parent), load_trace(args.child)
+    diff = diff_traces(parent, child, semantic=args.semantic)
+    outcome = diff_outcome(parent, child) if diff.has_divergence else None
+    if args.json:
+        data = diff.to_json()
+        data["outcome"] = outcome.to_json() if outcome is not None else None
+        _print_json(data)
+    else:
+        print(render_diff(diff, outcome, keys))
+    return 0
+
+
+def iso_time(epoch_ms: Any) -> str:
+    """Epoch milliseconds as ``Date.prototype.toISOString`` writes them (``1970-01-01T00:00:00.000Z``)."""
+    try:
+        moment = datetime.fromtimestamp(int(epoch_ms) // 1000, tz=timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return f"{epoch_ms} (not a valid time)"
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{int(epoch_ms) % 1000:03d}Z"
+
+
+def _outcome_lines(trace: Trace, keys: Sequence[str]) -> list[str]:
+    outcome = terminal_outcome(trace)
+    lines = [f"{'Status:':<14}{outcome.status}"]
+    if outcome.status == "success" and outcome.final_answer is not None:
+        lines.append(f"{'Result:':<14}{mask(outcome.final_answer, keys)}")
+    elif outcome.status == "error" and outcome.failure_reason is not None:
+        lines.append(f"{'Reason:':<14}{mask(outcome.failure_reason, keys)}")
+    return lines
+
+
+def _metadata_lines(path: str, trace: Trace, keys: Sequence[str]) -> list[str]:
+    fields = [
+        ("Path:", path),
+        ("Id:", mask(str(trace["id"]), keys)),
+        ("Version:", str(trace["version"])),
+        ("Parent:", mask(trace.get("parentId", "(none)"), keys)),
+        ("Forked from:", mask(trace.get("forkedFromStepId", "(none)"), keys)),
+        ("Created:", iso_time(trace["createdAt"])),
+        ("Steps:", str(len(trace["steps"]))),
+    ]
+    return [f"{label:<14}{value}" for label, value in fields] + _outcome_lines(trace, keys)
+
+
+def timeline_line(step: Any, keys: Sequence[str] = ()) -> str:
+    """``   0  model_input     b9de1b85  Model called with 1 message(s)``."""
+    return f"{step['index']:>4}  {step['type']:<14}  {str(step['hash'])[:8]}  {describe_step(step, keys)}"
+
+
+def _step_detail(trace: Trace, index: int, path: str, keys: Sequence[str]) -> list[str]:
+    steps = trace["steps"]
+    if not 0 <= index < len(steps):
+        last = f"0–{len(steps) - 1}" if steps else "none"
+        raise BlackboxUsageError(
+            f"--step {index} is out of range: `{path}` has {len(steps)} step(s) (valid indexes: {last})"
+        )
+    step = steps[index]
+    return [
+        f"{'Step:':<11}{index} of {len(steps)}",
+        f"{'Type:':<11}{step['type']}",
+        f"{'Hash:':<11}{step['hash']}",
+        f"{'Time:':<11}{iso_time(step['timestamp'])}",
+        f"{'Summary:':<11}{describe_step(step, keys)}",
+        "Payload:",
+        mask(pretty_json(step["payload"]), keys),
+    ]
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    keys = api_keys()
+    trace = load_trace(args.cassette)
+    if args.step is not None:
+        print("\n".join(_step_detail(trace, args.step, args.cassette, keys)))
+        return 0
+    lines = _metadata_lines(args.cassette, trace, keys)
+    lines.append("")
+    lines += [timeline_line(step, keys) for step in trace["steps"]]
+    print("\n".join(lines))
+    return 0
+
+
+def list_line(name: str, trace: Trace, keys: Sequence[str] = ()) -> str:
+    """``name  id=… v=2 steps=N status=success created=YYYY-MM-DD`` for one valid cassette."""
+    outcome = terminal_outcome(trace)
+    status: str = outcome.status
+    if outcome.status == "error":
+        status = f"error/{outcome.failure_reason or 'unknown'}"
+    created = iso_time(trace["createdAt"])[:10]
+    return (
+        f"{name}  id={mask(str(trace['id']), keys)} v={trace['version']} steps={len(trace['steps'])} "
+        f"status={mask(status, keys)} created={created}"
+    )
+
+
+def run_list(args: argparse.Namespace) -> int:
+    keys = api_keys()
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        raise BlackboxUsageError(
+            f"`{args.dir}` is not a directory (give the folder that holds your cassettes)"
+        )
+    files = sorted(entry for entry in directory.iterdir() if entry.suffix == ".json" and entry.is_file())
+    valid = 0
+    for file in files:
+        try:
+            trace = load_trace(file)
+        except CassetteError as exc:
+            print(f"warning: {mask(str(exc), keys)}")
+            continue
+        valid += 1
+        print(list_line(file.name, trace, keys))
+    print(f"{valid} of {len(files)} trace(s) valid, {len(files) - valid} warning(s).")
+    return 0
+
+
+def run_assert(args: argparse.Namespace) -> int:
+    keys = api_keys(args.api_key_env)
+    report = assert_cassette(
+        args.cassette,
+        expect_status=args.expect_status,
+        expect_final_answer=args.expect_final_answer,
+        expect_tools=parse_tools(args.expect_tools) if args.expect_tools is not None else None,
+        expect_failure_reason=args.expect_failure_reason,
+        api_keys=keys,
+    )
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(render_assert_report(report, _color(sys.stdout)))
+    return 0 if report.ok else 1

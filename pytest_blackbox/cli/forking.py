@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,20 +42,81 @@ _MARK = "◼ blackbox ·"
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     """Add ``demo``, ``check``, ``fork`` and ``import``."""
-    demo = sub.add_parser("demo", help="write the two sample cassettes of the built-in demo agent")
-    demo.add_argument("--scenario", choices=("success", "error", "all"), default="all")
+    _add_demo(sub)
+    _add_check(sub)
+    _add_fork(sub)
+    _add_import(sub)
+
+
+def _parser(
+    sub: argparse._SubParsersAction[Any], name: str, summary: str, description: str, examples: Sequence[str]
+) -> argparse.ArgumentParser:
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(description, 78, break_on_hyphens=False),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
+
+
+def _add_demo(sub: argparse._SubParsersAction[Any]) -> None:
+    demo = _parser(
+        sub,
+        "demo",
+        "write the two sample cassettes of the built-in demo agent",
+        "Run the built-in demo agent and write its cassettes: a hotel booking that succeeds "
+        "(example-trace.json) and a run that calls an unknown tool (example-error-trace.json). It needs no "
+        "API key, no network and no test file, so the other commands have something to work on.",
+        ["blackbox demo", "blackbox demo --scenario error --out-dir runs"],
+    )
+    demo.add_argument(
+        "--scenario",
+        choices=("success", "error", "all"),
+        default="all",
+        help="which run to write: the successful booking, the unknown-tool error, or both (default: all)",
+    )
     demo.add_argument("--out-dir", default="traces", help="directory to write into (default: traces)")
     demo.set_defaults(func=_demo)
 
-    check = sub.add_parser(
-        "check", help="self-test with no key and no network: demo → verify → fork → verify → diff"
+
+def _add_check(sub: argparse._SubParsersAction[Any]) -> None:
+    check = _parser(
+        sub,
+        "check",
+        "self-test with no key and no network: demo → verify → fork → verify → diff",
+        "Check an installation end to end with no API key and no network: record the demo run, verify it, "
+        "fork it with a changed tool result, verify the fork and diff the two. Prints one PASS or FAIL line; "
+        "exits 0 on PASS, 1 on FAIL.",
+        ["blackbox check", "blackbox check --out-dir runs/check"],
     )
     check.add_argument("--out-dir", help="keep the cassettes in this directory (default: a temporary one)")
     check.set_defaults(func=_check)
 
-    fork = sub.add_parser("fork", help="fork a demo cassette: change one tool result or the prompt, run on")
+
+def _add_fork(sub: argparse._SubParsersAction[Any]) -> None:
+    fork = _parser(
+        sub,
+        "fork",
+        "fork a demo cassette: change one tool result or the prompt, run on",
+        "Copy a demo cassette up to --fork-index, change one tool result (or the prompt) and let the demo "
+        "agent run on from there, to see how the run would have gone. The child cassette names its parent, "
+        "so blackbox diff shows where and how the two runs part.",
+        [
+            "blackbox fork",
+            'blackbox fork --mode prompt --prompt "Book a hotel for Bob next weekend." --out traces/bob.json',
+        ],
+    )
     fork.add_argument("--trace", default=_DEFAULT_TRACE, help=f"parent cassette (default: {_DEFAULT_TRACE})")
-    fork.add_argument("--mode", choices=("tool-result", "prompt"), default="tool-result")
+    fork.add_argument(
+        "--mode",
+        choices=("tool-result", "prompt"),
+        default="tool-result",
+        help="what to change: tool-result (the default) replaces the tool result at --mutation-step, "
+        "prompt replaces the prompt with --prompt",
+    )
     fork.add_argument("--fork-index", type=int, default=4, help="step to fork at (default: 4)")
     fork.add_argument("--mutation-step", type=int, default=3, help="tool_result step to change (default: 3)")
     fork.add_argument("--payload-json", default=DEFAULT_FORK_PAYLOAD, help="the new tool result, as JSON")
@@ -62,8 +124,27 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     fork.add_argument("--out", help="child cassette (default: <trace>-fork.json)")
     fork.set_defaults(func=run_demo_fork)
 
-    imp = sub.add_parser("import", help="convert a Claude Code or chat JSON transcript into a cassette")
-    imp.add_argument("--from", dest="source", choices=IMPORTERS, required=True)
+
+def _add_import(sub: argparse._SubParsersAction[Any]) -> None:
+    imp = _parser(
+        sub,
+        "import",
+        "convert a Claude Code or chat JSON transcript into a cassette",
+        "Convert a run recorded elsewhere into a cassette, so verify, inspect, diff and assert work on it. "
+        "The cassette is written only if it passes verify; a transcript holding your API key is refused.",
+        [
+            "blackbox import --from claude-code --in session.jsonl --out runs/session.json",
+            "blackbox import --from chat-json --in chat.json --out runs/chat.json --id chat-run",
+        ],
+    )
+    imp.add_argument(
+        "--from",
+        dest="source",
+        choices=IMPORTERS,
+        required=True,
+        help='the transcript format: a Claude Code session .jsonl file (claude-code) or {"tools": [...], '
+        '"messages": [...]} with OpenAI-style messages (chat-json)',
+    )
     imp.add_argument("--in", dest="input", required=True, help="the transcript file")
     imp.add_argument("--out", required=True, help="the cassette to write")
     imp.add_argument("--id", dest="trace_id", help="trace id (default: the --out file name without .json)")

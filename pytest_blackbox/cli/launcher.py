@@ -34,47 +34,69 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     record.add_argument("--out", required=True, type=Path, help="the cassette to write")
     record.add_argument("--id", dest="trace_id", help="the trace id (default: the out file's base name)")
-    record.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    record.add_argument("child", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to run")
     record.set_defaults(func=_record)
 
     replay = sub.add_parser(
         "replay",
         help="replay a cassette to a command, offline",
-        description="Run COMMAND with a replay session: model calls and wrapped tools answer from the cassette.",
-        epilog="example: blackbox replay runs/trip.json -- python agent.py",
+        description=(
+            "Run COMMAND with a replay session: model calls and wrapped tools answer from the cassette."
+        ),
+        epilog="example: blackbox replay runs/trip.json --match sequence -- python agent.py",
     )
     replay.add_argument("cassette", type=Path, help="the cassette to replay")
-    replay.add_argument(
+    _replay_options(replay)
+    replay.add_argument("child", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to run")
+    replay.set_defaults(func=_replay)
+
+
+def _replay_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--match",
         choices=("strict", "sequence"),
         default="strict",
         help="compare requests (strict, default) or not",
     )
-    replay.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
-    replay.set_defaults(func=_replay)
 
 
-def _command(args: argparse.Namespace) -> list[str]:
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise BlackboxUsageError(
-            f"`blackbox {args.command_name}` needs a command after --, e.g. -- python agent.py"
-        )
-    return command
+def _command(args: argparse.Namespace, verb: str) -> list[str]:
+    """The child command, after ``--``.
+
+    argparse hands everything after the first positional argument to the command, options included
+    (``replay C --match sequence -- cmd``); the options before ``--`` are parsed here instead.
+    """
+    rest = list(args.child)
+    if verb == "replay" and rest[:1] != ["--"] and rest[:1] and rest[0].startswith("-") and "--" in rest:
+        split = rest.index("--")
+        options = argparse.ArgumentParser(prog=f"blackbox {verb}", add_help=False)
+        _replay_options(options)
+        options.parse_args(rest[:split], namespace=args)
+        rest = rest[split:]
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    elif rest and rest[0].startswith("-"):
+        raise BlackboxUsageError("put -- between the options and the command, e.g. -- python agent.py")
+    if not rest:
+        raise BlackboxUsageError("a command is needed after --, e.g. -- python agent.py")
+    return rest
 
 
 def child_env(
     settings: Mapping[str, str], *, offline: bool, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The child's environment: stale ``BLACKBOX_*`` cleared, these settings set, placeholder keys if offline."""
+    """The child's environment: stale ``BLACKBOX_*`` cleared, these settings set, placeholder keys if offline.
+
+    The SDK constructors refuse to start without a key, so an offline run gets a placeholder for each
+    provider key that is unset or empty; nothing is ever sent with it.
+    """
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SESSION_ENV_VARS}
     env.update(settings)
     env[LAUNCHED_VAR] = "1"
     if offline:
         for name in PROVIDER_KEY_VARS:
-            env.setdefault(name, OFFLINE_PLACEHOLDER_KEY)
+            if not env.get(name, "").strip():
+                env[name] = OFFLINE_PLACEHOLDER_KEY
     return env
 
 
@@ -105,16 +127,11 @@ def _read_report(path: Path) -> dict[str, Any] | None:
 
 
 def outcome_line(verb: str, report: dict[str, Any] | None, code: int, target: str) -> tuple[str, int]:
-    """The one-line summary and the exit code to return."""
+    """The summary (one line, then the error's own lines if it has several) and the exit code to return."""
     if report is None:
-        return f"{_MARK} · {verb}  ✗ the command created no blackbox() session (exit code {code})", code or 1
+        return _no_report(verb, code), code or 1
     if not report.get("ok", False):
-        error = str(report.get("error", "the session did not finish"))
-        first = error.splitlines()[0] if error else "failed"
-        kind = "replay diverged" if report.get("errorType") == "ReplayDivergenceError" else "failed"
-        return f"{_MARK} · {verb}  ✗ FAIL  {kind}: {first}\n{error}" if "\n" in error else (
-            f"{_MARK} · {verb}  ✗ FAIL  {kind}: {first}"
-        ), code or 1
+        return _failure(verb, report), code or 1
     steps, status = report.get("steps"), report.get("status")
     if verb == "replay":
         line = (
@@ -125,9 +142,28 @@ def outcome_line(verb: str, report: dict[str, Any] | None, code: int, target: st
     return line, code
 
 
+def _no_report(verb: str, code: int) -> str:
+    if code > 128:
+        return (
+            f"{_MARK} · {verb}  ✗ the command was killed by signal {code - 128} (exit code {code}) before "
+            "its blackbox() session could report"
+        )
+    return f"{_MARK} · {verb}  ✗ the command created no blackbox() session (exit code {code})"
+
+
+def _failure(verb: str, report: dict[str, Any]) -> str:
+    """``✗ FAIL  replay diverged at step 3, …`` with the divergence's detail lines below it."""
+    error = str(report.get("error") or "the session did not finish")
+    first, _, rest = error.partition("\n")
+    if report.get("errorType") == "ReplayDivergenceError":
+        headline = first if first.startswith("replay diverged") else f"replay diverged: {first}"
+    else:
+        headline = f"failed: {first}"
+    return f"{_MARK} · {verb}  ✗ FAIL  {headline}" + (f"\n{rest}" if rest else "")
+
+
 def _record(args: argparse.Namespace) -> int:
-    args.command_name = "record"
-    command = _command(args)
+    command = _command(args, "record")
     settings = {"BLACKBOX_MODE": "record", "BLACKBOX_OUT": str(args.out.resolve())}
     if args.trace_id:
         settings["BLACKBOX_TRACE_ID"] = args.trace_id
@@ -138,8 +174,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    args.command_name = "replay"
-    command = _command(args)
+    command = _command(args, "replay")
     settings = {
         "BLACKBOX_MODE": "replay",
         "BLACKBOX_CASSETTE": str(args.cassette.resolve()),
