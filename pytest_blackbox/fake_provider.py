@@ -2,9 +2,10 @@
 
 It is a real socket server, so recording through it exercises the whole path (SDK, httpx2, interception,
 pass-through, content decoding, normalization) exactly as against the real API. Its answers look like
-the providers' own: provider-style ids (``msg_01…``, ``toolu_01…``, ``chatcmpl-…``, ``call_…``), usage
-blocks, stop and finish reasons, request-id headers. Everything is deterministic: ids and timestamps
-come from a per-server counter, token counts from body lengths.
+the providers' own (Messages, Chat Completions and Responses, as JSON or as event streams when the
+request asks for one): provider-style ids (``msg_01…``, ``toolu_01…``, ``chatcmpl-…``, ``resp_…``,
+``fc_…``, ``call_…``), usage blocks, stop and finish reasons, request-id headers. Everything is
+deterministic: ids and timestamps come from a per-server counter, token counts from body lengths.
 
 Scripted answers are served first in, first out; when none is queued, the ``respond`` function (if any)
 decides; otherwise the server answers 500 with ``x-should-retry: false`` naming the request, so an
@@ -17,8 +18,9 @@ import gzip as gzip_module
 import hashlib
 import json
 import threading
+import zlib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -69,14 +71,18 @@ class ScriptedResponse:
     """An answer to serve. ``body`` is a JSON value, or bytes sent as they are.
 
     ``chunks`` (when set) replaces ``body`` and is sent with chunked transfer encoding, one flush per
-    chunk, as a real server streams SSE. ``gzip`` compresses ``body`` when the request accepts gzip.
+    chunk, as a real server streams SSE. It may be any iterable, read while sending: a generator can
+    wait between chunks (to prove a client sees early events before later ones exist), and one that
+    raises cuts the connection there without ending the body, as a dropped upstream does.
+    ``gzip`` compresses ``body`` (or each chunk, flushed, so a stream stays incremental) when the
+    request accepts gzip.
     """
 
     status: int
     body: Any = None
     headers: tuple[tuple[str, str], ...] = ()
     gzip: bool = False
-    chunks: tuple[bytes, ...] | None = None
+    chunks: Iterable[bytes] | None = None
 
 
 _Script = Callable[[ReceivedRequest], ScriptedResponse]
@@ -260,6 +266,98 @@ def _openai_chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[
     yield _sse(None, "[DONE]")
 
 
+def _responses_body(
+    request: ReceivedRequest, ids: _Ids, text: str | None, calls: Sequence[tuple[str, Mapping[str, Any]]]
+) -> dict[str, Any]:
+    """A Responses API response; a request asking for reasoning gets a reasoning item first, as live."""
+    body = request.json if isinstance(request.json, dict) else {}
+    output: list[dict[str, Any]] = []
+    if body.get("reasoning") is not None:
+        output.append({"id": ids.make("rs_", 48), "type": "reasoning", "summary": []})
+    if text is not None:
+        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        output.append(
+            {
+                "id": ids.make("msg_", 48),
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [part],
+            }
+        )
+    output += [
+        {
+            "id": ids.make("fc_", 48),
+            "type": "function_call",
+            "call_id": ids.make("call_", 24),
+            "name": name,
+            "arguments": _compact(dict(args)),
+            "status": "completed",
+        }
+        for name, args in calls
+    ]
+    input_tokens, output_tokens = _tokens(request.body), _tokens(json.dumps(output))
+    return {
+        "id": ids.make("resp_", 48),
+        "object": "response",
+        "created_at": ids.created(),
+        "status": "completed",
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": body.get("instructions"),
+        "model": _model_of(request, "gpt-5"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": body.get("tools") or [],
+        "top_p": 1.0,
+        "usage": {
+            "input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + output_tokens,
+        },
+    }
+
+
+def _responses_events(response: dict[str, Any]) -> Iterator[bytes]:
+    """The event sequence of a streamed response; text and arguments are split in two deltas each."""
+    counter = iter(range(1_000_000))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return _sse(kind, {"type": kind, **fields, "sequence_number": next(counter)})
+
+    opening = {**response, "status": "in_progress", "output": [], "usage": None}
+    yield event("response.created", response=opening)
+    yield event("response.in_progress", response=opening)
+    for index, item in enumerate(response["output"]):
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            yield event("response.output_item.added", output_index=index, item={**item, "content": []})
+            part = item["content"][0]
+            yield event("response.content_part.added", **where, content_index=0, part={**part, "text": ""})
+            half = len(part["text"]) // 2
+            for piece in (part["text"][:half], part["text"][half:]):
+                yield event("response.output_text.delta", **where, content_index=0, delta=piece, logprobs=[])
+            yield event("response.output_text.done", **where, content_index=0, text=part["text"], logprobs=[])
+            yield event("response.content_part.done", **where, content_index=0, part=part)
+        elif item["type"] == "function_call":
+            yield event("response.output_item.added", output_index=index, item={**item, "arguments": ""})
+            half = len(item["arguments"]) // 2
+            for piece in (item["arguments"][:half], item["arguments"][half:]):
+                yield event("response.function_call_arguments.delta", **where, delta=piece)
+            yield event("response.function_call_arguments.done", **where, arguments=item["arguments"])
+        else:
+            yield event("response.output_item.added", output_index=index, item=item)
+        yield event("response.output_item.done", output_index=index, item=item)
+    yield event("response.completed", response=response)
+
+
 def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
     if path.endswith("/v1/messages"):
         error_type = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
@@ -364,9 +462,8 @@ class FakeProvider:
             message = _anthropic_message(request, self._ids, text, calls)
             headers = (("request-id", self._ids.make("req_01", 22)),)
             if _wants_stream(request):
-                return ScriptedResponse(
-                    200, headers=headers + _SSE_HEADERS, chunks=tuple(_anthropic_events(message))
-                )
+                chunks = tuple(_anthropic_events(message))
+                return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, message, headers, gzip=gzip)
 
         self._push(script, "/v1/messages")
@@ -383,10 +480,28 @@ class FakeProvider:
             if _wants_stream(request):
                 options = request.json.get("stream_options") or {}
                 chunks = tuple(_openai_chunks(completion, bool(options.get("include_usage"))))
-                return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks)
+                return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, completion, headers, gzip=gzip)
 
         self._push(script, "/chat/completions")
+
+    def queue_responses_text(self, text: str, *, gzip: bool = False) -> None:
+        self.queue_responses_tool_calls([], text=text, gzip=gzip)
+
+    def queue_responses_tool_calls(
+        self, calls: Sequence[tuple[str, Mapping[str, Any]]], text: str | None = None, *, gzip: bool = False
+    ) -> None:
+        """A Responses API answer (``POST …/responses``), streamed when the request asks for it."""
+
+        def script(request: ReceivedRequest) -> ScriptedResponse:
+            response = _responses_body(request, self._ids, text, calls)
+            headers = (("x-request-id", self._ids.make("req_", 32)), ("openai-processing-ms", "321"))
+            if _wants_stream(request):
+                chunks = tuple(_responses_events(response))
+                return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
+            return ScriptedResponse(200, response, headers, gzip=gzip)
+
+        self._push(script, "/responses")
 
     # --- observations ----------------------------------------------------------------------------
 
@@ -472,23 +587,45 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in response.headers:
             self.send_header(name, value)
         self.send_header("connection", "close")
+        zipped = response.gzip and "gzip" in accept_encoding.lower()
         if response.chunks is not None:
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
-            for chunk in response.chunks:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
+            self._send_chunks(response.chunks, zipped)
             return
         payload = response.body if isinstance(response.body, bytes) else _compact(response.body).encode()
         if "content-type" not in names:
             self.send_header("content-type", "application/json")
-        if response.gzip and "gzip" in accept_encoding.lower():
+        if zipped:
             payload = gzip_module.compress(payload, mtime=0)
             self.send_header("content-encoding", "gzip")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _send_chunks(self, chunks: Iterable[bytes], zipped: bool) -> None:
+        """Chunked transfer, one flush per chunk; stops where the client goes away or the script raises."""
+        compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS) if zipped else None
+        if compressor is not None:
+            self.send_header("content-encoding", "gzip")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in chunks:
+                data = (
+                    chunk
+                    if compressor is None
+                    else compressor.compress(chunk) + compressor.flush(zlib.Z_SYNC_FLUSH)
+                )
+                self._write_chunk(data)
+            if compressor is not None:
+                self._write_chunk(compressor.flush())
+            self.wfile.write(b"0\r\n\r\n")
+        except Exception:  # the client went away, or the script cut the body short on purpose
+            return
+
+    def _write_chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: test output is not the place for an access log."""

@@ -12,18 +12,24 @@ answers with the handler's :class:`Reply` or forwards the original request upstr
 How a :class:`Forward` reaches the transport: the route's side effect stores the ``Forward`` in the
 respx request's ``extensions`` under a private key and returns the request, which is respx's own
 pass-through signal. The wrapper transport catches respx's ``PassThrough`` (it carries that respx
-request), takes the ``Forward`` back out, sends the *original* request through the real transport and,
-if ``on_response`` is set, reads the upstream body completely before calling it. The respx request is a
-copy made per call, so the marker never leaks into what goes on the wire and concurrent calls cannot
-see each other's callbacks.
+request), takes the ``Forward`` back out and sends the *original* request through the real transport.
+The respx request is a copy made per call, so the marker never leaks into what goes on the wire and
+concurrent calls cannot see each other's callbacks.
+
+If ``on_response`` is set, a JSON answer is read completely before it is called. An event stream
+(``text/event-stream``) is not: the client reads it chunk by chunk as the upstream sends it, through a
+tee that keeps a copy, and ``on_response`` is called once, when the stream ends or when the client
+closes it early (then with ``complete=False``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import re
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType, TracebackType
 from typing import Any, ClassVar, Literal
@@ -96,26 +102,39 @@ class Reply:
 
 @dataclass(frozen=True)
 class UpstreamResponse:
-    """The real upstream answer, read completely; ``body`` is decoded by its content-encoding.
+    """The real upstream answer; ``body`` is decoded by its content-encoding.
 
     An encoding that cannot be decoded here (unknown, or ``br`` without a brotli package, or a corrupt
-    body) leaves ``body`` as the raw bytes; the ``content-encoding`` header then says so.
+    or cut-off body) leaves ``body`` as the raw bytes; the ``content-encoding`` header then says so.
+    ``complete`` is False when the client closed an event stream before it ended (other than right
+    after an OpenAI ``data: [DONE]`` terminator, where that SDK always stops reading): ``body`` then
+    holds only what had arrived, decoded as far as it goes, and may not be a whole answer.
     """
 
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+    complete: bool = True
 
 
 class Forward:
-    """Send the original request to the real upstream; ``on_response`` then sees the complete answer.
+    """Send the original request to the real upstream; ``on_response`` then sees the answer once.
 
-    ``on_response`` runs after the whole body has been read and before the client receives it. It must
-    not raise: an exception would reach the SDK as a transport failure, which anthropic retries.
+    For a JSON answer, ``on_response`` runs after the whole body has been read and before the client
+    receives it. For an event stream it runs when the stream has been read to its end, or when the
+    client closes it before that, on the thread (or task) reading the stream. It must not raise: an
+    exception would reach the SDK as a transport or stream failure, which anthropic retries.
     """
 
-    def __init__(self, on_response: Callable[[UpstreamResponse], None] | None = None) -> None:
+    def __init__(
+        self,
+        on_response: Callable[[UpstreamResponse], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.on_response = on_response
+        #: Called (then the error re-raised) when no complete answer arrives: a connection error, a
+        #: timeout, a body cut short. Lets the handler stop waiting for an answer that will never come.
+        self.on_failure = on_failure
 
 
 ModelHandler = Callable[[ModelRequest], "Reply | Forward"]
@@ -201,24 +220,46 @@ class _InterceptTransport:
         return self._from_respx(answer, await _raw_async(answer.stream))
 
     def _forward(self, request: Any, forward: Forward | None) -> Any:
-        response = self._real.handle_request(request)
         if forward is None or forward.on_response is None:
-            return response
+            return self._real.handle_request(request)
         try:
-            raw = b"".join(response.stream)
-        finally:
-            response.close()
+            response = self._real.handle_request(request)
+            if _is_event_stream(response):
+                sync_tee, _ = _tee_types(self._lib)
+                return self._with_stream(response, sync_tee(response.stream, _tap(response, forward)))
+            try:
+                raw = b"".join(response.stream)
+            finally:
+                response.close()
+        except BaseException as error:
+            _report_failure(forward, error)
+            raise
         return self._deliver(response, raw, forward.on_response)
 
     async def _aforward(self, request: Any, forward: Forward | None) -> Any:
-        response = await self._real.handle_async_request(request)
         if forward is None or forward.on_response is None:
-            return response
+            return await self._real.handle_async_request(request)
         try:
-            raw = b"".join([chunk async for chunk in response.stream])
-        finally:
-            await response.aclose()
+            response = await self._real.handle_async_request(request)
+            if _is_event_stream(response):
+                _, async_tee = _tee_types(self._lib)
+                return self._with_stream(response, async_tee(response.stream, _tap(response, forward)))
+            try:
+                raw = b"".join([chunk async for chunk in response.stream])
+            finally:
+                await response.aclose()
+        except BaseException as error:
+            _report_failure(forward, error)
+            raise
         return self._deliver(response, raw, forward.on_response)
+
+    def _with_stream(self, response: Any, stream: Any) -> Any:
+        return self._lib.Response(
+            response.status_code,
+            headers=response.headers.raw,
+            stream=stream,
+            extensions=dict(response.extensions),
+        )
 
     def _deliver(self, response: Any, raw: bytes, on_response: Callable[[UpstreamResponse], None]) -> Any:
         """Show the decoded answer to ``on_response``, then give the client the untouched raw bytes."""
@@ -248,6 +289,118 @@ class _InterceptTransport:
         if isinstance(native, type) and issubclass(native, self._lib.RequestError):
             return native(str(error), request=request)  # type: ignore[no-any-return]
         return None
+
+
+def _report_failure(forward: Forward, error: BaseException) -> None:
+    if forward.on_failure is not None:
+        forward.on_failure(error)
+
+
+def _is_event_stream(response: Any) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.strip().lower().startswith("text/event-stream")
+
+
+#: An SSE ``data: [DONE]`` event at the very end of a body: the OpenAI stream terminator.
+_DONE_AT_END = re.compile(rb"(?:\A|[\r\n])data: ?\[DONE\](?:\r\n|\r|\n){2}\Z")
+
+
+class _Tap:
+    """Keeps a copy of a stream's bytes as they pass and reports once: at the stream's end, when the
+    client closes it early (``complete=False``), or when reading it fails (``on_failure``).
+
+    The OpenAI SDK stops reading at ``data: [DONE]`` and closes the stream before the body formally
+    ends, so a stream closed right after that terminator counts as complete.
+    """
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], forward: Forward) -> None:
+        self._status = status
+        self._headers = headers
+        self._forward = forward
+        self._chunks: list[bytes] = []
+        self._reported = False
+
+    def keep(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+
+    def report(self, *, complete: bool) -> None:
+        if self._reported or self._forward.on_response is None:
+            return
+        self._reported = True
+        raw = b"".join(self._chunks)
+        if complete:
+            body = decode_body(raw, self._headers)
+        else:
+            body = _decode_prefix(raw, self._headers)
+            complete = _DONE_AT_END.search(body) is not None
+        self._forward.on_response(UpstreamResponse(self._status, self._headers, body, complete))
+
+    def fail(self, error: BaseException) -> None:
+        if self._reported:
+            return
+        self._reported = True
+        _report_failure(self._forward, error)
+
+
+def _tap(response: Any, forward: Forward) -> _Tap:
+    return _Tap(response.status_code, _header_list(response.headers), forward)
+
+
+class _SyncTee:
+    """The client's view of an upstream stream: every chunk is passed on as soon as it arrives."""
+
+    def __init__(self, upstream: Any, tap: _Tap) -> None:
+        self._upstream = upstream
+        self._tap = tap
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._upstream:
+                self._tap.keep(chunk)
+                yield chunk
+        except Exception as error:
+            self._tap.fail(error)
+            raise
+        self._tap.report(complete=True)
+
+    def close(self) -> None:
+        try:
+            self._upstream.close()
+        finally:
+            self._tap.report(complete=False)
+
+
+class _AsyncTee:
+    """The async twin of :class:`_SyncTee`."""
+
+    def __init__(self, upstream: Any, tap: _Tap) -> None:
+        self._upstream = upstream
+        self._tap = tap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._upstream:
+                self._tap.keep(chunk)
+                yield chunk
+        except Exception as error:
+            self._tap.fail(error)
+            raise
+        self._tap.report(complete=True)
+
+    async def aclose(self) -> None:
+        try:
+            await self._upstream.aclose()
+        finally:
+            self._tap.report(complete=False)
+
+
+@functools.cache
+def _tee_types(lib: ModuleType) -> tuple[type[Any], type[Any]]:
+    """The tees as subclasses of ``lib``'s byte-stream classes, which its ``Response`` insists on."""
+    return (
+        type("SyncTee", (_SyncTee, lib.SyncByteStream), {}),
+        type("AsyncTee", (_AsyncTee, lib.AsyncByteStream), {}),
+    )
 
 
 def _route_sync(request: httpx.Request) -> httpx.Response | None:
@@ -314,15 +467,19 @@ def _gunzip(data: bytes) -> bytes:
     return zlib.decompress(data, 16 + zlib.MAX_WBITS)
 
 
-def decode_body(raw: bytes, headers: list[tuple[str, str]]) -> bytes:
-    """Undo the body's content-encodings (last applied first); undecodable bodies come back raw."""
-    codings = [
+def _codings(headers: list[tuple[str, str]]) -> list[str]:
+    return [
         coding.strip().lower()
         for name, value in headers
         if name.lower() == "content-encoding"
         for coding in value.split(",")
         if coding.strip() and coding.strip().lower() != "identity"
     ]
+
+
+def decode_body(raw: bytes, headers: list[tuple[str, str]]) -> bytes:
+    """Undo the body's content-encodings (last applied first); undecodable bodies come back raw."""
+    codings = _codings(headers)
     decoders: dict[str, Callable[[bytes], bytes] | None] = {
         "gzip": _gunzip,
         "x-gzip": _gunzip,
@@ -339,6 +496,33 @@ def decode_body(raw: bytes, headers: list[tuple[str, str]]) -> bytes:
         except Exception:
             return raw
     return body
+
+
+def _decode_prefix(raw: bytes, headers: list[tuple[str, str]]) -> bytes:
+    """What the start of a body decodes to, for a stream closed before its end.
+
+    gzip and deflate decode incrementally, so a cut-off body still yields the text that arrived;
+    any other encoding is decoded as a whole body would be.
+    """
+    body = raw
+    for coding in reversed(_codings(headers)):
+        if coding not in ("gzip", "x-gzip", "deflate"):
+            return decode_body(raw, headers)
+        wbits = 16 + zlib.MAX_WBITS if coding != "deflate" else zlib.MAX_WBITS
+        try:
+            body = _decompress_prefix(body, wbits)
+        except zlib.error:
+            return raw
+    return body
+
+
+def _decompress_prefix(data: bytes, wbits: int) -> bytes:
+    try:
+        return zlib.decompressobj(wbits).decompress(data)
+    except zlib.error:
+        if wbits != zlib.MAX_WBITS:
+            raise
+        return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data)
 
 
 def _is_async(request: httpx.Request) -> bool:

@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..errors import BlackboxUnsupportedError
-from . import anthropic, openai_chat
+from . import anthropic, openai_chat, openai_responses
 from .common import CallIds
+from .sse import SSE_HEADERS
 
-__all__ = ["RESPONSES_API_MESSAGE", "CallIds", "Provider", "provider_for_path"]
-
-RESPONSES_API_MESSAGE = (
-    "the OpenAI Responses API is not supported yet; "
-    "use chat.completions.create (Responses support is planned)"
-)
+__all__ = ["SSE_HEADERS", "CallIds", "Provider", "provider_for_path"]
 
 
 class Provider(Protocol):
@@ -25,7 +20,7 @@ class Provider(Protocol):
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"`` or ``"openai_chat"``."""
+        """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
         ...
 
     def normalize_request(self, body: Any, ids: CallIds) -> dict[str, Any]:
@@ -36,10 +31,33 @@ class Provider(Protocol):
         """The ``model_output`` payload; refuses what a replay could not return as it came."""
         ...
 
+    def collect_stream(self, body: bytes) -> dict[str, Any]:
+        """The response body a complete, decoded event stream adds up to, for ``normalize_response``.
+
+        Raises ``BlackboxUnsupportedError`` for a stream that reports an error or was cut short.
+        """
+        ...
+
     def synthesize_response(
         self, output: Any, *, output_index: int, model: str | None, timestamp: int | float
     ) -> dict[str, Any]:
         """The response body a replay returns for a recorded ``model_output``."""
+        ...
+
+    def synthesize_stream(
+        self,
+        output: Any,
+        *,
+        output_index: int,
+        model: str | None,
+        timestamp: int | float,
+        request_body: Any = None,
+    ) -> list[bytes]:
+        """The events a replay streams for a recorded ``model_output``, one item per event.
+
+        Served joined, with :data:`SSE_HEADERS`. ``request_body`` decides optional parts (the OpenAI
+        Chat usage chunk).
+        """
         ...
 
     def error_body(self, message: str) -> dict[str, Any]:
@@ -63,5 +81,5 @@ def provider_for_path(path: str) -> Provider | None:
     if route.endswith("/chat/completions"):
         return openai_chat
     if route.endswith("/responses"):
-        raise BlackboxUnsupportedError(RESPONSES_API_MESSAGE)
+        return openai_responses
     return None

@@ -12,6 +12,7 @@ sends back must normalize the same without them.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from .common import (
@@ -27,21 +28,23 @@ from .common import (
     model_input,
     pick_params,
     read_output,
-    refuse_stream,
     require_object,
     require_str,
     tool_calls_output,
     tool_definition,
     unsupported,
 )
+from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
     "NAME",
+    "collect_stream",
     "error_body",
     "is_stream_request",
     "normalize_request",
     "normalize_response",
     "synthesize_response",
+    "synthesize_stream",
 ]
 
 NAME: Final = "anthropic"
@@ -77,9 +80,11 @@ _STOP_REASONS: Final = {
 
 
 def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
-    """The ``model_input`` payload for a Messages request body; refusals are raised before sending."""
+    """The ``model_input`` payload for a Messages request body; refusals are raised before sending.
+
+    ``stream`` is not part of it: a streamed and a plain call with the same content are the same turn.
+    """
     request = require_object(body, "the request body")
-    refuse_stream(request)
     messages = [_message(raw, index, ids) for index, raw in enumerate(list_field(request, "messages"))]
     tools = [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
     return model_input(
@@ -344,3 +349,150 @@ def error_body(message: str) -> dict[str, Any]:
     """The Messages API error shape, so the SDK raises (and does not retry) a ``[blackbox]`` error."""
     text = message if message.startswith("[blackbox]") else f"[blackbox] {message}"
     return {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+
+def collect_stream(body: bytes) -> dict[str, Any]:
+    """The Messages response a complete event stream adds up to, ready for :func:`normalize_response`.
+
+    Events are read as the SDK reads them (an event without an ``event:`` line is skipped). An
+    ``error`` event, or a stream that ends before ``message_stop``, is refused: there is no whole
+    answer to record.
+    """
+    collector = _MessageCollector()
+    for position, event in enumerate(parse_events(body)):
+        if event.event is not None:
+            collector.add(event_object(event, position), position)
+    return collector.message()
+
+
+class _MessageCollector:
+    """Adds stream events up into the message they describe, the way the SDK's stream helper does."""
+
+    def __init__(self) -> None:
+        self._message: dict[str, Any] | None = None
+        self._blocks: list[dict[str, Any]] = []
+        self._json: dict[int, str] = {}
+        self._stopped = False
+
+    def add(self, event: dict[str, Any], position: int) -> None:
+        kind = event.get("type")
+        if kind in ("ping", "content_block_stop") or self._stopped:
+            return
+        if kind == "error":
+            error = event.get("error")
+            error_type = error.get("type") if isinstance(error, dict) else None
+            stream_problem(f"reported an error ({label(error_type)}) at event {position}")
+        if kind == "message_start":
+            if self._message is not None:
+                stream_problem(f"has a second message_start at event {position}")
+            self._message = require_object(event.get("message"), "message_start.message", "response")
+            self._blocks = list(list_field(self._message, "content", "response"))
+            return
+        if self._message is None:
+            stream_problem(f"sends {label(kind)} before message_start (event {position})")
+        if kind == "content_block_start":
+            self._start_block(event, position)
+        elif kind == "content_block_delta":
+            self._delta(event, position)
+        elif kind == "message_delta":
+            self._message.update(require_object(event.get("delta"), "message_delta.delta", "response"))
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                self._message["usage"] = {**(self._message.get("usage") or {}), **usage}
+        elif kind == "message_stop":
+            self._stopped = True
+        else:
+            stream_problem(f"has an event of type {label(kind)} Blackbox does not know (event {position})")
+
+    def _start_block(self, event: dict[str, Any], position: int) -> None:
+        if event.get("index") != len(self._blocks):
+            stream_problem(f"starts a content block out of order (event {position})")
+        block = require_object(event.get("content_block"), "content_block_start.content_block", "response")
+        self._blocks.append(dict(block))
+
+    def _delta(self, event: dict[str, Any], position: int) -> None:
+        index = event.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self._blocks):
+            stream_problem(f"has a delta for a content block that was not started (event {position})")
+        block = self._blocks[index]
+        delta = require_object(event.get("delta"), "content_block_delta.delta", "response")
+        kind = delta.get("type")
+        if kind == "text_delta":
+            piece = require_str(delta.get("text"), "text_delta.text", "response")
+            block["text"] = block.get("text", "") + piece
+        elif kind == "input_json_delta":
+            piece = require_str(delta.get("partial_json"), "input_json_delta.partial_json", "response")
+            self._json[index] = self._json.get(index, "") + piece
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
+        elif kind == "signature_delta":
+            block["signature"] = delta.get("signature")
+        elif kind == "citations_delta":
+            block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+        else:
+            stream_problem(f"has a {label(kind)} delta that Blackbox does not know (event {position})")
+
+    def message(self) -> dict[str, Any]:
+        if self._message is None:
+            stream_problem("has no message_start event")
+        if not self._stopped:
+            stream_problem("ended before message_stop (it was cut short)")
+        for index, text in self._json.items():
+            if text:
+                self._blocks[index]["input"] = _tool_input_json(text, index)
+        return {**self._message, "content": self._blocks}
+
+
+def _tool_input_json(text: str, index: int) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        stream_problem(f"has tool input that is not complete JSON (content block {index})")
+
+
+def synthesize_stream(
+    output: Any,
+    *,
+    output_index: int,
+    model: str | None,
+    timestamp: int | float,
+    request_body: Any = None,
+) -> list[bytes]:
+    """The event stream a replay serves for a recorded output, one item per event.
+
+    It carries exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
+    zero usage, each block's start, deltas (text, or the input's JSON text, in fixed-size pieces) and
+    stop, then ``message_delta`` with the stop reason and ``message_stop``. ``request_body`` is
+    unused: a Messages stream has no request-dependent parts.
+    """
+    message = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    start = {**message, "content": [], "stop_reason": None}
+    events = [_event("message_start", message=start), _event("ping")]
+    for index, block in enumerate(message["content"]):
+        events.extend(_block_events(index, block))
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None, "stop_details": None}
+    events.append(_event("message_delta", delta=stop, usage={"output_tokens": 0}))
+    events.append(_event("message_stop"))
+    return events
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
+    if block["type"] == "text":
+        opening: dict[str, Any] = {"type": "text", "text": "", "citations": None}
+        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+    else:
+        opening = {**block, "input": {}}
+        json_text = js_stringify(block["input"])
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(json_text)]
+    return [
+        _event("content_block_start", index=index, content_block=opening),
+        *(_event("content_block_delta", index=index, delta=delta) for delta in deltas),
+        _event("content_block_stop", index=index),
+    ]
+
+
+def _event(kind: str, **fields: Any) -> bytes:
+    return encode_event(kind, {"type": kind, **fields})

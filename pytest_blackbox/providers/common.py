@@ -1,4 +1,4 @@
-"""Pieces both wire protocols share: the call-id map, JSON handling, refusals and payload builders.
+"""Pieces the wire protocols share: the call-id map, JSON handling, refusals and payload builders.
 
 Provider modules are pure: bodies come in as parsed JSON and neutral payloads go out as plain dicts.
 Nothing here does I/O or reads the clock, so a recording and its replay normalize a request in
@@ -22,9 +22,9 @@ from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_number
 
 __all__ = [
-    "STREAMING_MESSAGE",
     "CallIds",
     "ReplayOutput",
+    "arguments_text",
     "final_answer",
     "is_stream_request",
     "join_text_blocks",
@@ -36,20 +36,14 @@ __all__ = [
     "model_input",
     "parse_arguments",
     "pick_params",
+    "present",
     "read_output",
-    "refuse_stream",
     "require_object",
     "require_str",
     "tool_calls_output",
     "tool_definition",
     "unsupported",
 ]
-
-#: The refusal for ``stream: true``, worded as the original Blackbox words it.
-STREAMING_MESSAGE: Final = (
-    "stream: true is not supported yet; streaming isn't supported yet; use the non-streaming call "
-    "(messages.create / chat.completions.create without stream: true) while recording and replaying"
-)
 
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
@@ -149,14 +143,9 @@ def label(value: Any) -> str:
 
 
 def is_stream_request(body: Any) -> bool:
-    """Whether the body asks for a streamed answer."""
+    """Whether the body asks for a streamed answer: streaming is how an answer travels, not what it says,
+    so it is never part of ``model_input`` and a replay answers in whichever form is asked for."""
     return isinstance(body, Mapping) and body.get("stream") is True
-
-
-def refuse_stream(body: Mapping[str, Any]) -> None:
-    """Streaming is refused in this version, before anything is sent."""
-    if body.get("stream") is True:
-        raise BlackboxUnsupportedError(STREAMING_MESSAGE)
 
 
 def require_object(value: Any, at: str, side: str = "request") -> dict[str, Any]:
@@ -232,6 +221,16 @@ def parse_arguments(raw: Any) -> Any:
     except (ValueError, RecursionError):
         return raw
     return raw if isinstance(parsed, str) else json_copy(parsed)
+
+
+def arguments_text(tool_input: Any) -> str:
+    """OpenAI tool-call arguments for a recorded input: a string as it was recorded, else compact JSON."""
+    return tool_input if isinstance(tool_input, str) else js_stringify(tool_input)
+
+
+def present(value: Any) -> bool:
+    """Whether an optional response list (logprobs, annotations) holds anything."""
+    return value is not None and value != []
 
 
 def js_stringify(value: Any) -> str:

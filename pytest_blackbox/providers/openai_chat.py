@@ -16,32 +16,35 @@ from typing import Any, Final
 
 from .common import (
     CallIds,
+    arguments_text,
     final_answer,
     is_stream_request,
     join_text_blocks,
-    js_stringify,
     label,
     list_field,
     malformed,
     model_input,
     parse_arguments,
     pick_params,
+    present,
     read_output,
-    refuse_stream,
     require_object,
     require_str,
     tool_calls_output,
     tool_definition,
     unsupported,
 )
+from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
     "NAME",
+    "collect_stream",
     "error_body",
     "is_stream_request",
     "normalize_request",
     "normalize_response",
     "synthesize_response",
+    "synthesize_stream",
 ]
 
 NAME: Final = "openai_chat"
@@ -100,7 +103,6 @@ def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
 
 
 def _check_request(request: dict[str, Any]) -> None:
-    refuse_stream(request)
     n = request.get("n")
     if n is not None and n != 1:
         unsupported("n > 1 (several choices per request)", "request one choice per call", "n")
@@ -295,14 +297,10 @@ def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) 
         )
     if message.get("audio") is not None:
         unsupported("audio in a response", _AUDIO_ADVICE, "choices[0].message.audio")
-    if _present(choice.get("logprobs")):
+    if present(choice.get("logprobs")):
         unsupported("logprobs in a response", f"leave logprobs off; {_NOT_RECORDED}", "choices[0].logprobs")
-    if _present(message.get("annotations")):
+    if present(message.get("annotations")):
         unsupported("annotations in a response", _NOT_RECORDED, "choices[0].message.annotations")
-
-
-def _present(value: Any) -> bool:
-    return value is not None and value != []
 
 
 def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) -> str:
@@ -373,7 +371,7 @@ def synthesize_response(
             {
                 "id": call["toolCallId"],
                 "type": "function",
-                "function": {"name": call["toolName"], "arguments": _arguments(call["toolInput"])},
+                "function": {"name": call["toolName"], "arguments": arguments_text(call["toolInput"])},
             }
             for call in recorded.calls
         ]
@@ -388,12 +386,158 @@ def synthesize_response(
     }
 
 
-def _arguments(tool_input: Any) -> str:
-    """A string input goes back as it was recorded; anything else as compact JSON."""
-    return tool_input if isinstance(tool_input, str) else js_stringify(tool_input)
-
-
 def error_body(message: str) -> dict[str, Any]:
     """The OpenAI error shape, so the SDK raises (and does not retry) a ``[blackbox]`` error."""
     text = message if message.startswith("[blackbox]") else f"[blackbox] {message}"
     return {"error": {"message": text, "type": "invalid_request_error", "param": None, "code": "blackbox"}}
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+
+def collect_stream(body: bytes) -> dict[str, Any]:
+    """The completion a complete chunk stream adds up to, ready for :func:`normalize_response`.
+
+    Deltas are joined as the SDK's stream helper joins them (content, refusal, and each tool call's
+    arguments by its ``index``); the ``include_usage`` chunk gives the usage; reading stops at
+    ``data: [DONE]``. An ``error`` chunk, or a stream without a ``finish_reason``, is refused.
+    """
+    collector = _CompletionCollector()
+    for position, event in enumerate(parse_events(body)):
+        if event.data.startswith("[DONE]"):
+            break
+        collector.add(event_object(event, position), position)
+    return collector.completion()
+
+
+class _CompletionCollector:
+    """Adds chunks up into the ``chat.completion`` they describe."""
+
+    def __init__(self) -> None:
+        self._head: dict[str, Any] | None = None
+        self._message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: Any = None
+        self._logprobs: Any = None
+        self._usage: Any = None
+
+    def add(self, chunk: dict[str, Any], position: int) -> None:
+        if chunk.get("error") is not None:
+            error = chunk["error"]
+            error_type = error.get("type") if isinstance(error, dict) else None
+            stream_problem(f"reported an error ({label(error_type)}) at event {position}")
+        if self._head is None:
+            self._head = {key: chunk[key] for key in _CHUNK_HEAD if chunk.get(key) is not None}
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
+        for choice in list_field(chunk, "choices", "response"):
+            self._choice(require_object(choice, "choices[0]", "response"), position)
+
+    def _choice(self, choice: dict[str, Any], position: int) -> None:
+        if choice.get("index", 0) != 0:
+            unsupported("several choices in a stream", "request one choice per call", f"event {position}")
+        if choice.get("finish_reason") is not None:
+            self._finish = choice["finish_reason"]
+        if choice.get("logprobs") is not None:
+            self._logprobs = choice["logprobs"]
+        delta = require_object(choice.get("delta") or {}, "choices[0].delta", "response")
+        for key, value in delta.items():
+            if key in ("content", "refusal") and isinstance(value, str):
+                self._message[key] = (self._message[key] or "") + value
+            elif key == "tool_calls" and isinstance(value, list):
+                for raw in value:
+                    self._tool_call(require_object(raw, "choices[0].delta.tool_calls[0]", "response"))
+            elif key not in ("role", "content", "refusal") and value is not None:
+                self._message[key] = value  # function_call, audio, annotations: refused when normalized
+
+    def _tool_call(self, delta: dict[str, Any]) -> None:
+        index = delta.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            malformed("choices[0].delta.tool_calls[].index", "an integer", "response")
+        call = self._calls.setdefault(index, {"function": {"arguments": ""}})
+        for key, value in delta.items():
+            if key == "function" and isinstance(value, dict):
+                function = call["function"]
+                if isinstance(value.get("name"), str):
+                    function["name"] = value["name"]
+                if isinstance(value.get("arguments"), str):
+                    function["arguments"] += value["arguments"]
+            elif key != "index" and value is not None:
+                call[key] = value
+
+    def completion(self) -> dict[str, Any]:
+        if self._head is None:
+            stream_problem("has no chunks")
+        if self._finish is None:
+            stream_problem("ended without a finish_reason (it was cut short)")
+        message = dict(self._message)
+        if self._calls:
+            message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]
+        choice = {"index": 0, "message": message, "finish_reason": self._finish, "logprobs": self._logprobs}
+        completion = {**self._head, "object": "chat.completion", "choices": [choice]}
+        if self._usage is not None:
+            completion["usage"] = self._usage
+        return completion
+
+
+_CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
+
+
+def synthesize_stream(
+    output: Any,
+    *,
+    output_index: int,
+    model: str | None,
+    timestamp: int | float,
+    request_body: Any = None,
+) -> list[bytes]:
+    """The chunk stream a replay serves for a recorded output, one item per event.
+
+    It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
+    refusal) in fixed-size pieces, each tool call's id and name and then its arguments in pieces, a
+    chunk with the finish reason, the usage chunk when the request's ``stream_options`` asks for it,
+    and ``data: [DONE]``.
+    """
+    completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    head = {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": completion["created"],
+        "model": completion["model"],
+    }
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
+        return encode_event(None, {**head, "choices": choices})
+
+    refused = message["refusal"] is not None
+    opening = {
+        "role": "assistant",
+        "content": None if message["content"] is None else "",
+        "refusal": "" if refused else None,
+    }
+    chunks = [chunk(opening)]
+    key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
+    chunks.extend(chunk({key: piece}) for piece in pieces(text))
+    for index, call in enumerate(message.get("tool_calls", [])):
+        function = call["function"]
+        first = {"index": index, "id": call["id"], "type": "function"}
+        chunks.append(
+            chunk({"tool_calls": [{**first, "function": {"name": function["name"], "arguments": ""}}]})
+        )
+        chunks.extend(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in pieces(function["arguments"])
+        )
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if _includes_usage(request_body):
+        chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
+    chunks.append(encode_event(None, "[DONE]"))
+    return chunks
+
+
+def _includes_usage(request_body: Any) -> bool:
+    options = request_body.get("stream_options") if isinstance(request_body, dict) else None
+    return isinstance(options, dict) and options.get("include_usage") is True

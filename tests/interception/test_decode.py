@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from pytest_blackbox.interception import decode_body
+from pytest_blackbox.interception import _decode_prefix, decode_body
 
 BODY = b'{"id":"msg_01","content":[]}'
 
@@ -61,3 +61,30 @@ def test_an_undecodable_outer_coding_leaves_the_whole_body_raw() -> None:
 )
 def test_br_without_a_brotli_package_comes_back_raw() -> None:
     assert decode_body(b"\x8b\x03\x80hello\x03", [("content-encoding", "br")]) == b"\x8b\x03\x80hello\x03"
+
+
+# -- the start of a stream closed before its end -----------------------------------------------
+
+STREAM = b"event: a\ndata: {}\n\n" * 20
+
+
+def flushed(compressor: zlib._Compress, data: bytes) -> bytes:
+    """What a streaming server has sent after flushing ``data``: a valid start, not a whole body."""
+    return compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+
+
+@pytest.mark.parametrize(
+    ("wbits", "encoding"),
+    [(16 + zlib.MAX_WBITS, "gzip"), (zlib.MAX_WBITS, "deflate"), (-zlib.MAX_WBITS, "deflate")],
+    ids=["gzip", "deflate-zlib", "deflate-raw"],
+)
+def test_a_cut_off_compressed_stream_decodes_as_far_as_it_goes(wbits: int, encoding: str) -> None:
+    start = flushed(zlib.compressobj(wbits=wbits), STREAM)
+    assert _decode_prefix(start, [("content-encoding", encoding)]) == STREAM
+    assert decode_body(start, [("content-encoding", encoding)]) == start  # a whole-body decode gives up
+
+
+def test_a_cut_off_body_in_another_encoding_is_decoded_as_a_whole_body() -> None:
+    assert _decode_prefix(b"plain", []) == b"plain"
+    assert _decode_prefix(b"\x28\xb5\x2f\xfd", [("content-encoding", "zstd")]) == b"\x28\xb5\x2f\xfd"
+    assert _decode_prefix(b"not gzip", [("content-encoding", "gzip")]) == b"not gzip"

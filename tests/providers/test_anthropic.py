@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds, anthropic
-from pytest_blackbox.providers.common import STREAMING_MESSAGE
 from pytest_blackbox.trace.canonical import pretty_json
 
 from .conftest import load_vectors_file
@@ -309,6 +308,18 @@ def test_params_use_neutral_names_in_table_order_and_skip_nulls() -> None:
     ]
 
 
+def test_stream_is_a_transport_detail_and_not_recorded() -> None:
+    plain = anthropic.normalize_request(request(max_tokens=8), CallIds())
+    assert anthropic.normalize_request(request(max_tokens=8, stream=True), CallIds()) == plain
+    assert anthropic.normalize_request(request(max_tokens=8, stream=False), CallIds()) == plain
+    assert plain == {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [],
+        "model": "m",
+        "params": {"maxTokens": 8},
+    }
+
+
 def test_params_are_left_out_when_empty() -> None:
     body: dict[str, Any] = {"messages": [], "model": "m", "temperature": None, "metadata": {"user_id": "u"}}
     assert anthropic.normalize_request(body, CallIds()) == {"messages": [], "tools": [], "model": "m"}
@@ -332,11 +343,6 @@ def test_normalizing_does_not_share_structure_with_the_body() -> None:
 
 
 REQUEST_REFUSALS = [
-    pytest.param(
-        {"stream": True},
-        STREAMING_MESSAGE,
-        id="stream",
-    ),
     pytest.param(
         {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
         '"image" content blocks is not supported yet; only text, tool_use and tool_result blocks can be '

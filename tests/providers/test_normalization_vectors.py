@@ -13,11 +13,11 @@ import pytest
 
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import (
-    RESPONSES_API_MESSAGE,
     CallIds,
     Provider,
     anthropic,
     openai_chat,
+    openai_responses,
     provider_for_path,
 )
 
@@ -31,6 +31,9 @@ VECTORS: list[dict[str, Any]] = (
 )
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
+#: Vectors of the original Blackbox (arda-ulas/blackbox) that this project deliberately departs from:
+#: it records and replays streams, so a streaming request normalizes like the same plain request.
+STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-stream"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -60,6 +63,10 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
         assert provider.normalize_request(given, ids) == expected
     elif direction == "model_output_round_trip":
         _check_round_trip(provider, given, expected)
+    elif vector["name"] in STREAMING_NOW_SUPPORTED:
+        assert given["stream"] is True
+        plain = {key: value for key, value in given.items() if key != "stream"}
+        assert provider.normalize_request(given, ids) == provider.normalize_request(plain, CallIds())
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:
@@ -121,6 +128,10 @@ def test_the_vectors_cover_every_direction_and_provider() -> None:
         ("/v1/messages?beta=true", anthropic),
         ("/v1/chat/completions", openai_chat),
         ("/openai/deployments/gpt/chat/completions", openai_chat),
+        ("/v1/responses", openai_responses),
+        ("/openai/v1/responses?api-version=preview", openai_responses),
+        ("/v1/responses/resp_123", None),
+        ("/v1/responses/input_tokens", None),
         ("/v1/messages/count_tokens", None),
         ("/v1/models", None),
         ("/", None),
@@ -130,18 +141,19 @@ def test_provider_for_path_chooses_by_path_suffix(path: str, expected: Provider 
     assert provider_for_path(path) is expected
 
 
-def test_the_responses_api_is_refused_with_the_reference_message() -> None:
-    with pytest.raises(BlackboxUnsupportedError) as caught:
-        provider_for_path("/v1/responses")
-    assert str(caught.value) == (
-        "the OpenAI Responses API is not supported yet; "
-        "use chat.completions.create (Responses support is planned)"
-    )
-    assert str(caught.value) == RESPONSES_API_MESSAGE
-
-
 def test_provider_names() -> None:
-    assert (anthropic.NAME, openai_chat.NAME) == ("anthropic", "openai_chat")
+    assert (anthropic.NAME, openai_chat.NAME, openai_responses.NAME) == (
+        "anthropic",
+        "openai_chat",
+        "openai_responses",
+    )
+
+
+def test_the_superseded_vectors_are_the_stream_refusals() -> None:
+    if not VECTORS:
+        pytest.skip(f"the shared test vectors are not available at {VECTORS_DIR}")
+    names = {vector["name"] for vector in VECTORS if vector["direction"] == "request_rejected"}
+    assert names >= STREAMING_NOW_SUPPORTED
 
 
 # -- CallIds -----------------------------------------------------------------------------------

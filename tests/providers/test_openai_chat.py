@@ -13,7 +13,6 @@ from openai.types.chat import ChatCompletion
 
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds, openai_chat
-from pytest_blackbox.providers.common import STREAMING_MESSAGE
 from pytest_blackbox.trace.canonical import pretty_json
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -279,6 +278,13 @@ def test_params_use_neutral_names_in_table_order_and_skip_nulls() -> None:
     ]
 
 
+def test_stream_and_stream_options_are_transport_details_and_not_recorded() -> None:
+    plain = openai_chat.normalize_request(request(), CallIds())
+    streamed = request(stream=True, stream_options={"include_usage": True, "include_obfuscation": False})
+    assert openai_chat.normalize_request(streamed, CallIds()) == plain
+    assert "params" not in plain
+
+
 @pytest.mark.parametrize("field", ["max_tokens", "max_completion_tokens"])
 def test_either_token_limit_is_max_tokens(field: str) -> None:
     assert openai_chat.normalize_request(request(**{field: 9}), CallIds())["params"] == {"maxTokens": 9}
@@ -297,7 +303,6 @@ def test_a_schema_with_a_usage_property_records() -> None:
 
 
 REQUEST_REFUSALS = [
-    pytest.param({"stream": True}, STREAMING_MESSAGE, "", id="stream"),
     pytest.param({"n": 2}, "n > 1 (several choices per request) is not supported yet", "(n)", id="n-2"),
     pytest.param({"n": 0}, "n > 1 (several choices per request)", "(n)", id="n-0"),
     pytest.param(
