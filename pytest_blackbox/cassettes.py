@@ -2,7 +2,8 @@
 
 Names come from test ids, which may hold anything a parametrization produced, so every path part is
 made safe for every operating system (no reserved characters or device names, no trailing dots or
-spaces) and long names end in a short stable hash instead of being cut into collisions.
+spaces). Two ids must never share a file, so a name that had to be changed, or is too long, ends in a
+short hash of the original id: stable from run to run and machine to machine.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 #: Longest file name (without ``.json``) before it is shortened with a hash suffix.
 MAX_NAME = 120
+_HASH_LENGTH = 10
 _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 _RESERVED = {
     "CON",
@@ -24,24 +26,45 @@ _RESERVED = {
 }
 
 
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
+
+
 def safe_name(name: str) -> str:
-    """A file-name part every OS accepts, stable for the same input."""
+    """A file-name part every OS accepts; different inputs never give the same part."""
     cleaned = _UNSAFE.sub("_", name).rstrip(" .") or "_"
     if cleaned.split(".")[0].upper() in _RESERVED:
         cleaned = "_" + cleaned
-    if len(cleaned) > MAX_NAME:
-        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        cleaned = cleaned[: MAX_NAME - 11].rstrip(" .") + "-" + digest
-    return cleaned
+    if cleaned == name and len(cleaned) <= MAX_NAME:
+        return cleaned
+    head = cleaned[: MAX_NAME - _HASH_LENGTH - 1].rstrip(" .")
+    return f"{head}-{_digest(name)}"
 
 
 def default_cassette(
-    test_file: Path, class_name: str | None, test_name: str, base_dir: Path | None = None
+    test_file: Path, class_name: str | None, test_name: str, shared: tuple[Path, Path] | None = None
 ) -> Path:
-    """The default cassette path of one test (``base_dir`` replaces ``<test dir>/cassettes``)."""
-    root = base_dir if base_dir is not None else test_file.parent / "cassettes"
+    """The default cassette path of one test; ``shared`` is explained at :func:`module_folder`."""
     stem = f"{class_name}.{test_name}" if class_name else test_name
-    return root / safe_name(test_file.stem) / (safe_name(stem) + ".json")
+    return module_folder(test_file, shared) / (safe_name(stem) + ".json")
+
+
+def module_folder(test_file: Path, shared: tuple[Path, Path] | None = None) -> Path:
+    """The folder holding the cassettes of one test module.
+
+    ``shared`` is ``(cassette dir, rootdir)`` when the ``blackbox_cassette_dir`` ini key puts every
+    cassette in one tree: the module's folder then repeats the test file's path relative to the
+    rootdir, so two ``test_x.py`` files in different folders never share cassettes.
+    """
+    if shared is None:
+        return test_file.parent / "cassettes" / safe_name(test_file.stem)
+    base_dir, root = shared
+    try:
+        relative = test_file.parent.relative_to(root)
+    except ValueError:
+        relative = Path()
+    parts = [safe_name(part) for part in relative.parts]
+    return base_dir.joinpath(*parts, safe_name(test_file.stem))
 
 
 def resolve_override(test_file: Path, cassette: str | Path) -> Path:

@@ -1,16 +1,20 @@
 """The end-of-run summary: its own object, so xdist workers can send theirs to the controller.
 
-``blackbox: N replayed, N recorded, N diverged, N unsupported, N not written (test failed), N unused cassettes``
+``blackbox: N replayed, N recorded, N diverged, N unsupported, N not written (test failed),
+N unused cassettes`` (one line).
 
-"Unused" cassettes are files under the cassette folders of the collected test modules that no test
-of this run used: usually a renamed or deleted test. They are listed with ``-v``; they do not fail
-the run, because a partial run (``-k``, one file) legitimately leaves others unused.
+"Unused" cassettes are ``.json`` files in the cassette folders of the collected test modules that no
+collected test would use: usually a renamed or deleted test. Tests left out with ``-k``, ``-m``,
+``--deselect`` or ``--lf`` still claim their cassettes, and a module run by node id (``file::test``)
+is not searched at all, so a partial run reports nothing it did not look at. They are listed with
+``-v``; they do not fail the run.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,25 +31,41 @@ COUNTED = (
     ("unsupported", "unsupported"),
     ("not_written", "not written (test failed)"),
 )
+#: Outcomes that fail the run even when pytest counted the test as passing (an xfail, say).
+FAILING = ("diverged", "unsupported", "invalid")
+
+
+def _narrowed_modules(config: pytest.Config) -> set[Path]:
+    """Test files named with ``::`` on the command line: only part of them was collected."""
+    base = config.invocation_params.dir
+    return {(base / arg.split("::", 1)[0]).resolve() for arg in config.args if "::" in arg}
 
 
 @dataclass
 class Summary:
-    """Counts of cassette outcomes and the cassette files seen and used."""
+    """Counts of cassette outcomes and the cassette files seen, claimed and used."""
 
+    root: Path
     counts: Counter[str] = field(default_factory=Counter)
     used: set[str] = field(default_factory=set)
+    claimed: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
-    collected_modules: set[str] = field(default_factory=set)
 
-    def add_collected(self, items: list[pytest.Item]) -> None:
-        """Remember the cassette folders of the collected modules (their tests may use cassettes)."""
+    def add_collected(
+        self,
+        config: pytest.Config,
+        items: Iterable[pytest.Item],
+        uses_blackbox: Callable[[pytest.Item], bool],
+    ) -> None:
+        """Remember the folders to search and the cassettes the collected tests would use."""
         from .settings import default_folder, resolve_settings
 
+        narrowed = _narrowed_modules(config)
         for item in items:
-            self.folders.add(str(default_folder(item)))
-            if item.get_closest_marker("blackbox") is not None:
-                self.folders.add(str(resolve_settings(item).cassette.parent))
+            if Path(str(item.path)).resolve() not in narrowed:
+                self.folders.add(str(default_folder(item)))
+            if uses_blackbox(item):
+                self.claimed.add(str(resolve_settings(item).cassette))
 
     def add_run(self, run: TestRun) -> None:
         if run.outcome is not None:
@@ -54,28 +74,46 @@ class Summary:
 
     def unused(self) -> list[str]:
         files = {str(p) for folder in self.folders for p in Path(folder).glob("*.json") if p.is_file()}
-        return sorted(files - self.used)
+        return sorted(files - self.claimed - self.used)
+
+    def failed(self) -> bool:
+        """Whether a cassette diverged, was refused or failed verification in this run."""
+        return any(self.counts.get(outcome, 0) for outcome in FAILING)
 
     def to_json(self) -> str:
         return json.dumps(
-            {"counts": dict(self.counts), "used": sorted(self.used), "folders": sorted(self.folders)}
+            {
+                "counts": dict(self.counts),
+                "used": sorted(self.used),
+                "claimed": sorted(self.claimed),
+                "folders": sorted(self.folders),
+            }
         )
 
     def merge_json(self, text: str) -> None:
         data: dict[str, Any] = json.loads(text)
-        self.counts.update(data.get("counts", {}))
-        self.used.update(data.get("used", []))
-        self.folders.update(data.get("folders", []))
+        self.counts.update(data["counts"])
+        self.used.update(data["used"])
+        self.claimed.update(data["claimed"])
+        self.folders.update(data["folders"])
 
-    def line(self) -> str:
+    def _shown(self, path: str) -> str:
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return path
+
+    def line(self, unused: int) -> str:
         parts = [f"{self.counts.get(key, 0)} {label}" for key, label in COUNTED]
-        parts.append(f"{len(self.unused())} unused cassettes")
+        parts.append(f"{unused} unused cassettes")
         return "blackbox: " + ", ".join(parts)
 
     def write(self, terminal: Any, *, verbose: bool) -> None:
-        if not self.counts and not self.unused():
+        """The summary line, then (with ``-v``) one line per unused cassette; nothing if nothing ran."""
+        unused = self.unused()
+        if not self.counts and not unused:
             return
-        terminal.write_line(self.line())
+        terminal.write_line(self.line(len(unused)))
         if verbose:
-            for path in self.unused():
-                terminal.write_line(f"  unused: {path}")
+            for path in unused:
+                terminal.write_line(f"  unused: {self._shown(path)}")

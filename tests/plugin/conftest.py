@@ -1,0 +1,164 @@
+"""End-to-end harness for the plugin: a pytester directory holding the example weather agent.
+
+Every scenario runs a real inner pytest session over the example's own ``agent.py``,
+``fake_model.py`` and ``conftest.py`` (copied from ``examples/weather``), so these tests also prove
+the example works. The inner ``conftest.py`` starts the bundled fake provider only when the run may
+record; a pure replay gets a closed port, so a replay that tried the network would fail at once.
+Agents come in two flavors, sync and async (an ``async def`` test under pytest-asyncio); each
+scenario is written once and parametrized over both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anthropic  # noqa: F401  (imported once here, so in-process inner runs do not import it again)
+import pytest
+
+import pytest_blackbox.testrun  # noqa: F401  (the same: the session, respx and the providers)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather"
+INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+ANSWERS = {
+    "Paris": "It is 21 °C (69.8 °F) and sunny in Paris.",
+    "Oslo": "It is 4 °C (39.2 °F) and snowing in Oslo.",
+    "Lima": "It is 17 °C (62.6 °F) and cloudy in Lima.",
+}
+#: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+_ENV_CLEARED = (
+    "CI",
+    "BUILD_NUMBER",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "PYTEST_ADDOPTS",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "BLACKBOX_EXAMPLE_LIVE",
+    "WEATHER_CITY",
+    "WEATHER_FAIL",
+    "SECOND_CITY",
+)
+
+HEADER = """\
+import os
+
+import anthropic
+import pytest
+from agent import TOOLS, run_agent, run_agent_async
+
+
+def city():
+    return os.environ.get("WEATHER_CITY", "Paris")
+
+"""
+ASK = {
+    "sync": """
+def ask(blackbox, options, city):
+    client = anthropic.Anthropic(**options)
+    return run_agent(client, f"What is the weather in {city}?", blackbox.tools(TOOLS))
+""",
+    "async": """
+async def ask(blackbox, options, city):
+    async with anthropic.AsyncAnthropic(**options) as client:
+        return await run_agent_async(client, f"What is the weather in {city}?", blackbox.tools(TOOLS))
+""",
+}
+
+#: The standard scenario: ask once; WEATHER_FAIL makes the test fail after the agent answered.
+WEATHER_TEST = """
+@pytest.mark.blackbox
+DEF test_weather(blackbox, anthropic_options):
+    answer = AWAIT ask(blackbox, anthropic_options, city())
+    if os.environ.get("WEATHER_FAIL"):
+        pytest.fail("the test failed after the agent answered")
+    assert answer.endswith(" in " + city() + ".")
+"""
+
+
+def exact(line: str) -> str:
+    """An fnmatch pattern matching exactly ``line`` (test ids hold brackets)."""
+    return re.sub(r"([\[\]*?])", r"[\1]", line)
+
+
+def summary(
+    replayed: int = 0,
+    recorded: int = 0,
+    diverged: int = 0,
+    unsupported: int = 0,
+    not_written: int = 0,
+    unused: int = 0,
+) -> str:
+    return (
+        f"blackbox: {replayed} replayed, {recorded} recorded, {diverged} diverged, "
+        f"{unsupported} unsupported, {not_written} not written (test failed), {unused} unused cassettes"
+    )
+
+
+@dataclass
+class Suite:
+    """The pytester directory and the flavor its test files are written in."""
+
+    pytester: pytest.Pytester
+    flavor: str
+
+    def write(self, name: str = "test_weather", body: str = WEATHER_TEST) -> Path:
+        source = HEADER + ASK[self.flavor] + body
+        source = source.replace("DEF ", "async def " if self.flavor == "async" else "def ")
+        source = source.replace("AWAIT ", "await " if self.flavor == "async" else "")
+        return self.pytester.makepyfile(**{name: source})
+
+    def run(self, *args: str) -> pytest.RunResult:
+        return self.pytester.runpytest(*QUIET, *args)
+
+    def cassette(self, module: str = "test_weather", test: str = "test_weather") -> Path:
+        return self.pytester.path / "cassettes" / module / f"{test}.json"
+
+    def load(self, module: str = "test_weather", test: str = "test_weather") -> Any:
+        return json.loads(self.cassette(module, test).read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """No CI flag, no keys, no leftovers: each inner run sees only what its test sets."""
+    for name in _ENV_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    yield monkeypatch
+
+
+@pytest.fixture
+def bare_dir(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> pytest.Pytester:
+    """An empty pytester directory with the inner ini."""
+    pytester.makeini(INNER_INI)
+    return pytester
+
+
+@pytest.fixture
+def weather_dir(bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester directory holding the example agent, its fake model and its conftest.
+
+    If this process already imported the example's own ``agent`` (``pytest tests examples``), the
+    inner runs would reuse that module instead of the copy, so it is forgotten for the test.
+    """
+    for name in ("agent.py", "fake_model.py", "conftest.py"):
+        (bare_dir.path / name).write_text((EXAMPLE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for module in ("agent", "fake_model"):
+        clean_env.delitem(sys.modules, module, raising=False)
+    return bare_dir
+
+
+@pytest.fixture(params=["sync", "async"])
+def suite(request: pytest.FixtureRequest, weather_dir: pytest.Pytester) -> Suite:
+    return Suite(weather_dir, request.param)
+
+
+@pytest.fixture
+def sync_suite(weather_dir: pytest.Pytester) -> Suite:
+    """For the scenarios about options and output rather than the agent (one flavor is enough)."""
+    return Suite(weather_dir, "sync")

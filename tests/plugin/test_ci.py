@@ -1,0 +1,67 @@
+"""With ``CI`` set, no mode that could reach the network runs unless ``--blackbox-allow-record``."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Suite, exact, summary
+
+
+def _refusal(mode: str, record_with: str) -> list[str]:
+    return [
+        exact(
+            "blackbox: refusing to record cassettes/test_weather/test_weather.json in CI (the CI environment "
+            f'variable is set): record mode "{mode}" would call the real model'
+        ),
+        exact(
+            "record it locally and commit it: "
+            f"pytest test_weather.py::test_weather --record-mode={record_with}"
+        ),
+        exact("or allow recording in CI with --blackbox-allow-record"),
+    ]
+
+
+def test_once_with_a_missing_cassette_is_refused_in_ci(suite: Suite) -> None:
+    suite.write()
+    suite.pytester._monkeypatch.setenv("CI", "true")
+    result = suite.run("--record-mode=once")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*_ test_weather _*", *_refusal("once", "once")], consecutive=True)
+    assert not suite.cassette().exists()
+
+
+@pytest.mark.parametrize("mode", ["all", "rewrite", "new_episodes"])
+def test_modes_that_record_over_a_cassette_are_refused_in_ci(sync_suite: Suite, mode: str) -> None:
+    sync_suite.write()
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+    before = sync_suite.cassette().read_bytes()
+    sync_suite.pytester._monkeypatch.setenv("CI", "1")
+    result = sync_suite.run(f"--record-mode={mode}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(_refusal(mode, mode), consecutive=True)
+    assert sync_suite.cassette().read_bytes() == before  # rewrite did not delete it first
+
+
+def test_replaying_is_fine_in_ci(sync_suite: Suite) -> None:
+    sync_suite.write()
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+    sync_suite.pytester._monkeypatch.setenv("CI", "true")
+    for args in ((), ("--record-mode=once",)):
+        result = sync_suite.run(*args)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([exact(summary(replayed=1))])
+
+
+def test_allow_record_lets_ci_record(sync_suite: Suite) -> None:
+    sync_suite.write()
+    sync_suite.pytester._monkeypatch.setenv("CI", "true")
+    result = sync_suite.run("--record-mode=once", "--blackbox-allow-record")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([exact(summary(recorded=1))])
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "False"])
+def test_a_false_ci_value_is_not_ci(sync_suite: Suite, value: str) -> None:
+    sync_suite.write()
+    sync_suite.pytester._monkeypatch.setenv("CI", value)
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
