@@ -1,17 +1,70 @@
-"""pytest-blackbox: record AI-agent tests once, replay them offline from Blackbox v2 cassettes."""
+"""pytest-blackbox: record AI-agent tests once, replay them offline from Blackbox v2 cassettes.
+
+The errors are imported eagerly (they are tiny); everything else is loaded on first use, because
+pytest imports this package at start-up for every project that has the plugin installed, and the
+session pulls in respx, httpx and the providers.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BlackboxError,
     BlackboxUnsupportedError,
+    BlackboxUsageError,
     CassetteError,
     ReplayDivergenceError,
+    SecretLeakError,
 )
+
+if TYPE_CHECKING:
+    from .fork import fork_run
+    from .replay import RecordedToolError
+    from .session import RunReport, Session, blackbox
+    from .trace.io import load_trace, save_trace
+    from .trace.model import Trace, TraceStep
+    from .trace.verify import verify_trace
 
 __all__ = [
     "BlackboxError",
     "BlackboxUnsupportedError",
+    "BlackboxUsageError",
     "CassetteError",
+    "RecordedToolError",
     "ReplayDivergenceError",
+    "RunReport",
+    "SecretLeakError",
+    "Session",
+    "Trace",
+    "TraceStep",
+    "blackbox",
+    "fork_run",
+    "load_trace",
+    "save_trace",
+    "verify_trace",
 ]
+
+_LAZY = {
+    "RecordedToolError": "replay",
+    "RunReport": "session",
+    "Session": "session",
+    "blackbox": "session",
+    "fork_run": "fork",
+    "load_trace": "trace.io",
+    "save_trace": "trace.io",
+    "Trace": "trace.model",
+    "TraceStep": "trace.model",
+    "verify_trace": "trace.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_blackbox' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
