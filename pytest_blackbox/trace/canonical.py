@@ -34,10 +34,13 @@ __all__ = [
 #: 2**53: integers at or above it are exact in a double only by luck.
 _SAFE = 9007199254740992
 
-# A number token in encoder output that the C encoder may spell differently from JavaScript:
-# any float (Python always writes "." or "e"), or an integer of 16+ digits. Tokens follow
-# "[", ":" or "," (then whitespace, in indented output) or start the text.
-_RISKY_NUMBER = re.compile(r"(?:^|[:,\[])\s*-?\d+[.eE]|(?:^|[:,\[])\s*-?\d{16,}")
+# A number token in encoder output that the C encoder may spell differently from JavaScript.
+# ``repr`` and ``Number::toString`` pick the same shortest digits and agree on plain decimals; they
+# differ only on integral floats (``1.0`` vs ``1``), on exponent forms (Python switches below 1e-4,
+# JavaScript below 1e-6) and on integers of 16+ digits (beyond 2**53). Tokens follow "[", ":" or ","
+# (then whitespace, in indented output) or start the text; a string that merely looks like one
+# only costs the slow path.
+_RISKY_NUMBER = re.compile(r"(?:^|[:,\[])\s*-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})")
 # Surrogates need escaping; astral characters sort differently in UTF-16 when they are in keys.
 _RISKY_CHAR = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -1,0 +1,94 @@
+"""Keeping credentials out of everything a user sees.
+
+Cassettes are committed to repositories and diagnostics end up in CI logs, so any text that may
+carry a value from a cassette or a request goes through :func:`mask` before it is shown. Two kinds
+of secret are recognised: values the caller knows (the API keys in the environment) and strings
+that look like real credentials whoever wrote them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "CREDENTIAL_PATTERN",
+    "REALISTIC_CREDENTIALS",
+    "REDACTED",
+    "contains_secret",
+    "known_secrets",
+    "mask",
+    "truncate_masked",
+]
+
+REDACTED = "[redacted]"
+
+#: Shorter known values would mask ordinary words; the original Blackbox uses the same floor.
+MIN_SECRET_LENGTH = 4
+
+#: Realistic credentials, as (marker label, pattern): long enough that a match is almost never an
+#: ordinary word. The label is what reports show instead of the matched text.
+REALISTIC_CREDENTIALS: tuple[tuple[str, str], ...] = (
+    ("sk-ant-", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("sk-proj-", r"sk-proj-[A-Za-z0-9_-]{20,}"),
+    ("sk-", r"\bsk-[A-Za-z0-9_-]{32,}"),
+    ("Bearer", r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+)
+CREDENTIAL_PATTERN = re.compile("|".join(pattern for _, pattern in REALISTIC_CREDENTIALS))
+
+
+def known_secrets(secrets: Iterable[str]) -> list[str]:
+    """The values worth looking for: each secret and its whitespace-stripped form, longest first.
+
+    Environment values often carry a trailing newline, and a key pasted into a transcript loses it,
+    so both spellings count. Longest first, so one secret containing another is masked whole.
+    """
+    found: set[str] = set()
+    for secret in secrets:
+        if not isinstance(secret, str):
+            continue
+        for candidate in (secret, secret.strip()):
+            if len(candidate) >= MIN_SECRET_LENGTH:
+                found.add(candidate)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def mask(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every known secret and every realistic credential replaced by ``[redacted]``."""
+    for secret in known_secrets(secrets):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return CREDENTIAL_PATTERN.sub(REDACTED, text)
+
+
+def truncate_masked(text: str, limit: int = 200, secrets: Iterable[str] = ()) -> str:
+    """Mask, then cut to at most ``limit`` characters ending in ``…``.
+
+    Masking first matters: cutting first could leave half a key that no pattern recognises any more.
+    """
+    masked = mask(text, secrets)
+    if len(masked) <= limit:
+        return masked
+    return masked[: max(limit - 1, 0)] + "…"
+
+
+def contains_secret(value: Any, secrets: Iterable[str]) -> bool:
+    """Whether any known secret occurs in a string or an object key anywhere inside ``value``."""
+    wanted = known_secrets(secrets)
+    if not wanted:
+        return False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any(secret in item for secret in wanted):
+                return True
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and any(secret in key for secret in wanted):
+                    return True
+                stack.append(child)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False

@@ -1,0 +1,185 @@
+"""The inspect, list and diff commands, help texts and error lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_blackbox.cli import main
+from pytest_blackbox.cli.analysis import iso_time
+
+from .conftest import VECTORS
+
+SMALL = VECTORS / "fixtures/traces/success-final-answer.v2.json"
+TRIAGE = VECTORS / "examples/fleet-triage/cassettes/triage-incident.json"
+
+
+def test_inspect_exact_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(SMALL)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"Path:         {SMALL}",
+        "Id:           fixture-success-final-answer",
+        "Version:      2",
+        "Parent:       (none)",
+        "Forked from:  (none)",
+        "Created:      1970-01-01T00:00:00.000Z",
+        "Steps:        3",
+        "Status:       success",
+        "Result:       The capital of France is Paris.",
+        "",
+        "   0  model_input     69f285d5  Model called with 1 message(s)",
+        '   1  model_output    92e98ba5  Model → final_answer: "The capital of France is Paris."',
+        '   2  metadata        b691b4fd  Run completed: "The capital of France is Paris."',
+    ]
+
+
+def test_inspect_fork_and_error_metadata(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(VECTORS / "fixtures/traces/fork-child.v2.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3:5] == ["Parent:       fixture-fork-parent", "Forked from:  fixture-fork-parent:4"]
+    assert main(["inspect", str(VECTORS / "fixtures/traces/error-unknown-tool.v2.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[7:9] == ["Status:       error", "Reason:       unknown_tool"]
+
+
+def test_inspect_timeline_matches_the_documented_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(TRIAGE)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    timeline = lines[lines.index("") + 1 :]
+    assert timeline[:8] == [
+        "   0  model_input     f4dadc31  Model called with 1 message(s)",
+        "   1  model_output    87030bbf  Model → tool_calls: lookup_dtc, get_telemetry (with text)",
+        "   2  tool_call       e4b15efb  Tool called: lookup_dtc",
+        "   3  tool_result     382a63da  Tool result: lookup_dtc → ok",
+        "   4  tool_call       de735110  Tool called: get_telemetry",
+        "   5  tool_result     a2044742  Tool result: get_telemetry → ok",
+        "   6  model_input     0b0461cc  Model called with 3 message(s)",
+        "   7  model_output    198b3de1  Model → tool_calls: get_service_history (with text)",
+    ]
+    assert timeline[11] == "  11  model_output    7e078428  Model → tool_calls: open_work_order"
+
+
+def test_inspect_step(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(TRIAGE), "--step", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:6] == [
+        "Step:      5 of 17",
+        "Type:      tool_result",
+        "Hash:      a20447424308600138e500ecb59e8bc6cc416a56622b5547bb6a98a642164d21",
+        "Time:      2026-09-29T09:05:03.500Z",
+        "Summary:   Tool result: get_telemetry → ok",
+        "Payload:",
+    ]
+    assert lines[6:11] == [
+        "{",
+        '  "toolCallId": "call-1",',
+        '  "toolName": "get_telemetry",',
+        '  "result": {',
+        '    "vehicle_id": "VAN-14",',
+    ]
+    assert json.loads("\n".join(lines[6:]))["result"]["data"][0]["dp"]["value"] == "91"
+
+
+def test_inspect_step_out_of_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(SMALL), "--step", "3"]) == 1
+    assert main(["inspect", str(SMALL), "--step", "-1"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"blackbox inspect: --step 3 is out of range: `{SMALL}` has 3 step(s) (valid indexes: 0–2)",
+        f"blackbox inspect: --step -1 is out of range: `{SMALL}` has 3 step(s) (valid indexes: 0–2)",
+    ]
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["diff", str(SMALL)], ["list"]])
+def test_bad_path_is_one_line(command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.json"
+    assert main([*command, str(missing)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and str(missing) in lines[0] and "Traceback" not in captured.err
+
+
+def test_corrupt_cassette_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"version": 2, "id": ', encoding="utf-8")
+    assert main(["inspect", str(corrupt)]) == 1
+    assert main(["diff", str(SMALL), str(corrupt)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith(f"blackbox inspect: `{corrupt}` is not valid JSON: ")
+    assert err[1].startswith(f"blackbox diff: `{corrupt}` is not valid JSON: ")
+
+
+def test_diff_command(capsys: pytest.CaptureFixture[str]) -> None:
+    parent = VECTORS / "fixtures/traces/fork-parent.v2.json"
+    child = VECTORS / "fixtures/traces/fork-child.v2.json"
+    assert main(["diff", str(parent), str(child)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[6] == "First divergence at index 3"
+    assert main(["diff", str(parent), str(child), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["firstDivergenceIndex"] == 3 and data["sharedPrefixLength"] == 3
+    assert data["parentStep"] == {
+        "id": "fixture-fork-parent:3",
+        "index": 3,
+        "type": "tool_result",
+        "hash": "a201c4698c41848d1ed3ac13ef8ee87e784b8bcb73371ccf446d2e5f362655e7",
+    }
+    assert data["outcome"]["verdict"] == "same final status (success), but the final answer changed"
+    fixed = VECTORS / "examples/fleet-triage/cassettes/triage-fixed.json"
+    assert main(["diff", str(TRIAGE), str(fixed), "--semantic", "--json"]) == 0
+    semantic = json.loads(capsys.readouterr().out)
+    assert (semantic["comparison"], semantic["firstDivergenceIndex"]) == ("semantic", 5)
+    assert main(["diff", str(parent), str(parent), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] is None
+
+
+def test_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(VECTORS / "fixtures/traces/error-unknown-tool.v2.json", tmp_path / "b-error.json")
+    shutil.copy(TRIAGE, tmp_path / "a-triage.json")
+    shutil.copy(VECTORS / "manifest.json", tmp_path / "c-manifest.json")
+    (tmp_path / "notes.txt").write_text("not a cassette", encoding="utf-8")
+    (tmp_path / "sub.json").mkdir()
+    assert main(["list", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "a-triage.json  id=triage-incident v=2 steps=17 status=success created=2026-09-29",
+        "b-error.json  id=fixture-error-unknown-tool v=2 steps=5 status=error/unknown_tool "
+        "created=1970-01-01",
+        f"warning: `{tmp_path / 'c-manifest.json'}` is not a v2 cassette: version field is missing",
+        "2 of 3 trace(s) valid, 1 warning(s).",
+    ]
+
+
+def test_list_defaults_to_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["list"]) == 1
+    assert capsys.readouterr().err == (
+        "blackbox list: `traces` is not a directory (give the folder that holds your cassettes)\n"
+    )
+    (tmp_path / "traces").mkdir()
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out == "0 of 0 trace(s) valid, 0 warning(s).\n"
+
+
+@pytest.mark.parametrize("command", ["verify", "diff", "inspect", "list", "assert"])
+def test_help_has_description_and_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: blackbox {command}")
+    assert "examples:\n  blackbox " + command in out
+
+
+def test_iso_time() -> None:
+    assert iso_time(0) == "1970-01-01T00:00:00.000Z"
+    assert iso_time(1790672700350) == "2026-09-29T09:05:00.350Z"
+    assert iso_time(-1) == "1969-12-31T23:59:59.999Z"
+    assert iso_time(1e300) == "1e+300 (not a valid time)"
