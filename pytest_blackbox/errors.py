@@ -29,6 +29,7 @@ __all__ = [
     "ForkError",
     "HashChainError",
     "OfflineRequestError",
+    "RecordedToolError",
     "ReplayDivergenceError",
     "SecretLeakError",
     "TranscriptImportError",
@@ -49,6 +50,14 @@ class OfflineRequestError(BlackboxError):
 
 class SecretLeakError(BlackboxError):
     """The cassette would contain an API key; nothing was written."""
+
+
+class RecordedToolError(Exception):
+    """Raised by a wrapped tool in replay: the error the tool raised when the run was recorded.
+
+    Deliberately not a ``BlackboxError``: it stands for the tool's own failure, with the recorded
+    message, so the agent handles it exactly as it handled the original exception.
+    """
 
 
 class ForkError(BlackboxError):

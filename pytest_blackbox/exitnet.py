@@ -3,11 +3,15 @@
 A run that crashes, is interrupted or simply never calls ``finish()`` is often the run worth
 looking at. At interpreter exit, on an uncaught exception, on Ctrl-C and on SIGTERM, every
 unfinished record session writes its cassette with the terminal step that says how the run ended
-(``run_failed / process_exit`` with the exit code, or ``calls_in_flight`` while calls were running).
+(``run_failed / process_exit`` with the exit code, or ``calls_in_flight`` while calls were running),
+and every unfinished replay session is checked as ``finish()`` would check it, so the launcher can
+report it.
 
 Python's ``atexit`` does not receive the exit status, so the code is taken from what this module can
-observe: an uncaught exception (1), ``KeyboardInterrupt`` (130), SIGTERM (143); a plain exit counts
-as clean. Under pytest the plugin owns the session's end and this net is not installed.
+observe: an uncaught exception (1), ``KeyboardInterrupt`` (130), SIGTERM (143); any other exit,
+``sys.exit(3)`` included, counts as clean. ``os._exit`` and SIGKILL skip every hook. The SIGTERM
+handler is installed only from the main thread and only when no other handler is set. Under pytest
+the plugin owns the session's end and this net is not installed.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ def _end_all(code: int) -> None:
         try:
             session.end_by_exit(code)
         except Exception as exc:  # the process is ending: report, never raise
-            print(f"blackbox: could not write the cassette at exit: {exc}", file=sys.stderr)
+            print(f"blackbox (at process exit): {exc}", file=sys.stderr)
 
 
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:

@@ -8,7 +8,9 @@ returns the converted value too, and values JSON cannot hold at all are refused.
 The conversion is this project's equivalent of ``JSON.stringify``:
 
 - ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``, ``None`` map to
-  JSON; integral floats become integers (JavaScript has one number type);
+  JSON; integral floats become integers (JavaScript has one number type) and integers beyond 2**53
+  become the double a cassette stores; subclasses of these types (``IntEnum``, ``OrderedDict``,
+  named tuples) become the plain type;
 - pydantic models (``model_dump(mode="json")``), dataclasses, enums (their value), ``datetime`` /
   ``date`` / ``time`` (ISO 8601), ``UUID`` and paths (their string) convert as their JSON form;
 - sets, bytes, ``Decimal``, complex numbers, NaN and infinities, non-string keys and any other
@@ -45,20 +47,25 @@ def _refuse(value: Any, where: str, why: str) -> BlackboxUnsupportedError:
     )
 
 
+#: Integers up to 2**53 read back as ``int``; larger ones only exist as doubles in a cassette.
+_SAFE = 2**53
+
+
 def _number(value: float, where: str) -> int | float:
     if not math.isfinite(value):
         raise _refuse(value, where, "JSON has no NaN or infinity")
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) <= _SAFE:
         return int(value)
     return value
 
 
-def _int(value: int, where: str) -> int:
+def _int(value: int, where: str) -> int | float:
     try:
         js_number(value)
     except CanonicalJSONError:
         raise _refuse(value, where, "a JSON number cannot hold this integer exactly") from None
-    return value
+    # an IntEnum or other int subclass comes back from the cassette as a plain int
+    return int(value) if abs(value) <= _SAFE else float(value)
 
 
 def _convert_known(value: Any, where: str) -> Any:
@@ -78,12 +85,14 @@ def _convert_known(value: Any, where: str) -> Any:
 
 def to_json_value(value: Any, where: str = "a tool value") -> Any:
     """Convert ``value`` to plain JSON data (insertion order kept), or refuse it."""
-    if value is None or isinstance(value, (str, bool)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return str.__str__(value)  # a str subclass (a str Enum) comes back as a plain str
     if isinstance(value, int):
         return _int(value, where)
     if isinstance(value, float):
-        return _number(value, where)
+        return _number(float(value), where)
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():

@@ -20,6 +20,7 @@ from .trace.io import parse_json
 Mode = Literal["off", "record", "replay", "fork"]
 Match = Literal["strict", "sequence"]
 Continue = Literal["live", "script"]
+OnDivergence = Literal["fail", "record"]
 
 MODES: tuple[Mode, ...] = ("off", "record", "replay", "fork")
 MATCHES: tuple[Match, ...] = ("strict", "sequence")
@@ -57,7 +58,7 @@ class SessionOptions:
     script: Path | None = None
     report_path: Path | None = None
     #: Replay only: at the first divergence, continue live and re-record from there (``new_episodes``).
-    on_divergence: Literal["fail", "record"] = "fail"
+    on_divergence: OnDivergence = "fail"
 
     @property
     def has_fork_set(self) -> bool:
@@ -127,8 +128,29 @@ def _fork_set(explicit: Any, env: Mapping[str, str]) -> Any:
         raise BlackboxUsageError("BLACKBOX_FORK_SET must be JSON (the replacement tool result)") from None
 
 
+def _on_divergence(value: Any) -> OnDivergence:
+    if value is None:
+        return "fail"
+    if value not in ("fail", "record"):
+        raise BlackboxUsageError(f'on_divergence must be "fail" or "record"; got "{value}"')
+    return cast(OnDivergence, value)
+
+
 def _path(value: Any) -> Path | None:
     return None if value is None else Path(value)
+
+
+def _check_report_path(options: SessionOptions) -> SessionOptions:
+    """The launcher's report must never overwrite the cassette a run reads or writes."""
+    report = options.report_path
+    if report is not None and any(
+        target is not None and os.path.abspath(target) == os.path.abspath(report)
+        for target in (options.cassette, options.out)
+    ):
+        raise BlackboxUsageError(
+            "BLACKBOX_REPORT names the cassette itself; the status report needs a file of its own"
+        )
+    return options
 
 
 def resolve_options(
@@ -143,11 +165,16 @@ def resolve_options(
     continue_with: str | None = None,
     script: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
+    on_divergence: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionOptions:
-    """Merge explicit options over ``BLACKBOX_*`` variables and validate every value."""
+    """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
+
+    ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
+    the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
+    """
     env = os.environ if env is None else env
-    return SessionOptions(
+    options = SessionOptions(
         mode=_mode(_choose("BLACKBOX_MODE", mode, env)),
         cassette=_path(_choose("BLACKBOX_CASSETTE", cassette, env)),
         out=_path(_choose("BLACKBOX_OUT", out, env)),
@@ -158,4 +185,6 @@ def resolve_options(
         continue_with=_continue(_choose("BLACKBOX_CONTINUE", continue_with, env)),
         script=_path(_choose("BLACKBOX_SCRIPT", script, env)),
         report_path=_path(_choose("BLACKBOX_REPORT", report_path, env)),
+        on_divergence=_on_divergence(on_divergence),
     )
+    return _check_report_path(options)

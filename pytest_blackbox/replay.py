@@ -13,12 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ReplayDivergenceError
+from .errors import RecordedToolError, ReplayDivergenceError
 from .options import Match
-from .tools import same_json
+from .tools import identical_json, same_json
 from .trace.errors import CassetteError
 from .trace.jsondiff import ABSENT, first_difference, render_value
 from .trace.model import Trace, TraceStep
+
+__all__ = ["RecordedPair", "RecordedToolError", "ReplayCursor", "describe_outcome"]
 
 REQUEST_HINT = (
     "The agent sent a different request than the one recorded. If the difference comes from something "
@@ -29,10 +31,6 @@ OUTCOME_HINT = (
     "Every model call matched, but the agent ended the run differently: the result or error it passed to "
     "finish() is not the recorded one."
 )
-
-
-class RecordedToolError(Exception):
-    """Raised by a wrapped tool in replay: the error the tool raised when the run was recorded."""
 
 
 @dataclass
@@ -146,7 +144,8 @@ class ReplayCursor:
         return step
 
     def compare_request(self, recorded: TraceStep, actual: Any) -> None:
-        if self.match != "strict":
+        """Strict mode: the normalized request must equal the recorded one (the first difference is named)."""
+        if self.match != "strict" or identical_json(recorded["payload"], actual):
             return
         diff = first_difference(recorded["payload"], actual)
         if diff is not None:

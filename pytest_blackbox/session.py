@@ -9,10 +9,14 @@ cassette saved at ``finish()``. Replaying: cassette loaded → cursor compares e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,13 +37,13 @@ from .errors import (
 from .interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply, UpstreamResponse
 from .jsonvalue import to_json_value
 from .options import _UNSET, SessionOptions, resolve_options
-from .replay import ReplayCursor
+from .replay import RecordedPair, RecordedToolError, ReplayCursor
 from .tools import OpenCalls, wrap_tool
-from .trace.io import load_trace, save_trace
+from .trace.io import load_trace, parse_trace, save_trace
 from .trace.model import Trace, TraceStep
 from .trace.payloads import model_output_text, tool_calls_of
 from .trace.recorder import TraceRecorder
-from .trace.secrets import contains_secret, mask
+from .trace.secrets import contains_secret, known_secrets, mask
 from .trace.verify import verify_trace
 
 __all__ = ["OFFLINE_PLACEHOLDER_KEY", "RunReport", "Session", "blackbox"]
@@ -50,10 +54,55 @@ F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_PLACEHOLDER_KEY = "blackbox-offline-placeholder"
 PROVIDER_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 _SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
+OVERLAP_MESSAGE = (
+    "overlapping model calls in one session are not supported yet; await each call before the next, or "
+    "give each concurrent conversation its own blackbox() session and cassette"
+)
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _clean(error: BaseException) -> BaseException:
+    """A kept error, ready to be raised (``raise _clean(e) from None``) from the caller's own frame.
+
+    A kept error is raised again later (every refused request, ``finish()``); without this its
+    traceback would grow each time and show where it was first detected instead of where the user
+    is, and ``from None`` drops the SDK error it was raised while handling.
+    """
+    return error.with_traceback(None)
+
+
+def write_report(path: Path, data: dict[str, Any]) -> None:
+    """Write the launcher's JSON status report atomically (the launcher may read it at any moment)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+#: Checked cassettes by the SHA-256 of their bytes: replaying the same file again (parametrized tests,
+#: a benchmark, a flaky-test rerun) skips the parse, schema and hash-chain checks. Bounded, and keyed
+#: by content, so an edited file is always checked again.
+_CHECKED: OrderedDict[str, Trace] = OrderedDict()
+_CHECKED_MAX = 16
+
+
+def load_cassette(path: Path) -> Trace:
+    """``load_trace``, remembering what was already checked. The trace is shared: never mutate it."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return load_trace(path)  # it raises the CassetteReadError that names the problem
+    key = hashlib.sha256(data).hexdigest()
+    trace = _CHECKED.get(key)
+    if trace is None:
+        trace = parse_trace(text, path=os.fspath(path))
+        _CHECKED[key] = trace
+        if len(_CHECKED) > _CHECKED_MAX:
+            _CHECKED.popitem(last=False)
+    return trace
 
 
 @dataclass(frozen=True)
@@ -79,6 +128,13 @@ class RunReport:
         }
 
 
+@dataclass(frozen=True)
+class _Answered:
+    """A wrapped tool answered from the cassette: the tool itself does not run."""
+
+    value: Any
+
+
 @dataclass
 class _PendingTool:
     """One wrapped-tool invocation of the current turn, buffered until the turn is written."""
@@ -86,14 +142,14 @@ class _PendingTool:
     call_id: str
     name: str
     tool_input: Any
-    started: int
-    ended: int = 0
+    started: int | float
+    ended: int | float = 0
     outcome: dict[str, Any] = field(default_factory=dict)
     requested: bool = True
 
 
 class Session:
-    """One agent run: ``off`` passes everything through, ``record`` writes a cassette, ``replay`` reads one."""
+    """One agent run: ``off`` passes everything through, ``record`` writes a cassette, ``replay`` reads it."""
 
     def __init__(
         self, options: SessionOptions, *, clock: Callable[[], int] = _now_ms, exit_net: bool = True
@@ -120,7 +176,7 @@ class Session:
         self.went_live_at: int | None = None
         self._collect_env_secrets(os.environ)
         self._prepare()
-        if exit_net and self.mode == "record":
+        if exit_net and self.mode in ("record", "replay"):
             exitnet.watch(self)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -133,7 +189,7 @@ class Session:
         elif self.mode == "replay":
             if self.options.cassette is None:
                 raise BlackboxUsageError("replay mode needs a cassette (cassette / BLACKBOX_CASSETTE)")
-            trace = load_trace(self.options.cassette)
+            trace = load_cassette(self.options.cassette)
             self._cursor = ReplayCursor(trace, self.options.match, self._secrets)
         elif self.mode == "fork":
             raise BlackboxUsageError(
@@ -173,11 +229,14 @@ class Session:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        __tracebackhide__ = True
         try:
             if not self._finished and self.mode != "off":
-                if exc is None:
+                if isinstance(exc, BlackboxError):
+                    self._abort(exc)
+                elif exc is None:
                     self.finish()
-                elif isinstance(exc, Exception) and not isinstance(exc, BlackboxError):
+                elif isinstance(exc, Exception):
                     self.finish(error=exc)
         finally:
             self.stop()
@@ -193,6 +252,10 @@ class Session:
             if self._first_error is None:
                 self._first_error = error
             return self._first_error
+
+    def _refuse_call(self, error: BlackboxError) -> BlackboxError:
+        """The error a refused call gets: the run's kept error, or (after the run ended) its own."""
+        return error if self._finished else self._fail(error)
 
     @property
     def error(self) -> BlackboxError | None:
@@ -219,7 +282,7 @@ class Session:
                 if provider is None:
                     raise BlackboxUnsupportedError(f"no provider answers {urlsplit(request.url).path}")
                 self._check_open(request)
-                body = self._parse_body(request.body)
+                body = _parse_json(request.body, "the request body")
                 if self.mode == "replay":
                     try:
                         return self._replay_call(provider, body)
@@ -227,7 +290,7 @@ class Session:
                         self._go_live_or_raise(exc)
                 return self._record_call(provider, body)
             except BlackboxError as exc:
-                return self._refusal(provider, str(self._fail(exc)))
+                return self._refusal(provider, str(self._refuse_call(exc)))
 
     def _check_open(self, request: ModelRequest) -> None:
         if self._finished:
@@ -236,20 +299,13 @@ class Session:
             )
         if self._first_error is not None:
             raise self._first_error
+        if self._model_calls_running:
+            raise BlackboxUnsupportedError(OVERLAP_MESSAGE)
         if self._tools_running:
             raise BlackboxUnsupportedError(
                 "a wrapped tool is still running while a model call starts; await every tool call before "
                 "the next model call, so its steps can be written in order"
             )
-
-    @staticmethod
-    def _parse_body(raw: bytes) -> Any:
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise BlackboxUnsupportedError(
-                "the request body is not JSON; only JSON model calls can be recorded"
-            ) from None
 
     def _record_call(self, provider: providers.Provider, body: Any) -> Forward:
         started = self._clock()
@@ -259,10 +315,11 @@ class Session:
         def on_response(response: UpstreamResponse) -> None:
             with self._lock:
                 self._model_calls_running -= 1
-                if not 200 <= response.status < 300:
-                    return  # failed calls are not recorded; the agent sees the real error
                 try:
-                    output = provider.normalize_response(self._parse_body(response.body), self._ids)
+                    answer = _whole_answer(provider, response)
+                    if answer is None:
+                        return  # a failed call is not recorded; the agent sees the real error
+                    output = provider.normalize_response(answer, self._ids)
                     if self._tools_running:
                         raise BlackboxUnsupportedError(
                             "a wrapped tool was still running when a model call returned; await every tool "
@@ -273,7 +330,11 @@ class Session:
                     return
                 self._append_turn(model_input, started, output)
 
-        return Forward(on_response)
+        def on_failure(error: BaseException) -> None:
+            with self._lock:
+                self._model_calls_running -= 1  # no answer will come; the SDK sees (and may retry) the error
+
+        return Forward(on_response, on_failure)
 
     def _append_turn(self, model_input: Any, started: int, output: Any) -> None:
         assert self._recorder is not None
@@ -290,12 +351,15 @@ class Session:
         output = cursor.take_model_output(recorded)
         self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(output["payload"]))
         model = body.get("model") if isinstance(body, dict) else None
-        synthesized = provider.synthesize_response(
-            output["payload"],
-            output_index=output["index"],
-            model=model if isinstance(model, str) else None,
-            timestamp=output["timestamp"],
-        )
+        where: dict[str, Any] = {
+            "output_index": output["index"],
+            "model": model if isinstance(model, str) else None,
+            "timestamp": output["timestamp"],
+        }
+        if provider.is_stream_request(body):
+            events = provider.synthesize_stream(output["payload"], request_body=body, **where)
+            return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
+        synthesized = provider.synthesize_response(output["payload"], **where)
         return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
@@ -307,7 +371,7 @@ class Session:
             f"{self.mode} mode answers only model calls (messages.create / chat.completions.create); "
             f"a request to {request.method} {self._mask(shown)} would need the network"
         )
-        self._fail(error)
+        self._refuse_call(error)  # kept, unless the run already ended
         raise error
 
     # -- tools -----------------------------------------------------------------------------------
@@ -331,53 +395,54 @@ class Session:
             raise self._first_error
         return to_json_value(tool_input, f"the arguments of tool {name}")
 
-    def run_tool(self, name: str, tool_input: Any, call: Callable[[], Any]) -> Any:
-        """Run (record) or answer (replay) one wrapped-tool invocation."""
+    def _begin_tool(self, name: str, tool_input: Any) -> _PendingTool | _Answered:
+        """Answer from the cassette (replay) or register a real run (record); refusals come first."""
         __tracebackhide__ = True
         with self._lock:
             try:
                 tool_input = self._tool_gate(name, tool_input)
                 if self.mode == "replay":
                     try:
-                        return self._replay_tool(name, tool_input)
+                        return _Answered(self._replay_tool(name, tool_input))
                     except ReplayDivergenceError as exc:
                         self._go_live_or_raise(exc)
-                pending = self._start_tool(name, tool_input)
+                return self._start_tool(name, tool_input)
             except BlackboxError as exc:
-                raise self._fail(exc) from None
+                raise _clean(self._refuse_call(exc)) from None
+            except RecordedToolError as exc:
+                raise _clean(exc) from None
+
+    def run_tool(self, name: str, tool_input: Any, call: Callable[[], Any]) -> Any:
+        """Run (record) or answer (replay) one wrapped-tool invocation."""
+        __tracebackhide__ = True
+        begun = self._begin_tool(name, tool_input)
+        if isinstance(begun, _Answered):
+            return begun.value
         try:
             result = call()
         except Exception as exc:
-            self._end_tool(pending, error=exc)
+            self._end_tool(begun, error=exc)
             raise
         except BaseException:
-            self._abandon_tool()
+            self._abandon_tool(begun)
             raise
-        return self._end_tool(pending, result=result)
+        return self._end_tool(begun, result=result)
 
     async def run_tool_async(self, name: str, tool_input: Any, call: Callable[[], Awaitable[Any]]) -> Any:
         """The async twin of :meth:`run_tool`."""
         __tracebackhide__ = True
-        with self._lock:
-            try:
-                tool_input = self._tool_gate(name, tool_input)
-                if self.mode == "replay":
-                    try:
-                        return self._replay_tool(name, tool_input)
-                    except ReplayDivergenceError as exc:
-                        self._go_live_or_raise(exc)
-                pending = self._start_tool(name, tool_input)
-            except BlackboxError as exc:
-                raise self._fail(exc) from None
+        begun = self._begin_tool(name, tool_input)
+        if isinstance(begun, _Answered):
+            return begun.value
         try:
             result = await call()
         except Exception as exc:
-            self._end_tool(pending, error=exc)
+            self._end_tool(begun, error=exc)
             raise
         except BaseException:
-            self._abandon_tool()
+            self._abandon_tool(begun)
             raise
-        return self._end_tool(pending, result=result)
+        return self._end_tool(begun, result=result)
 
     def _go_live_or_raise(self, divergence: ReplayDivergenceError) -> None:
         """In ``new_episodes`` replay, a divergence switches to recording; otherwise it stands."""
@@ -391,25 +456,19 @@ class Session:
         assert cursor is not None
         cut, claimed, opener = cursor.live_cut()
         trace = cursor.trace
-        recorder = TraceRecorder(trace["id"], trace["createdAt"])
+        recorder = TraceRecorder(
+            trace["id"],
+            trace["createdAt"],
+            parent_id=trace.get("parentId"),
+            forked_from_step_id=trace.get("forkedFromStepId"),
+        )
         for step in trace["steps"][:cut]:
             recorder.copy_step(step)
         self._ids.seed_past(_call_ids(trace["steps"][:cut]))
         self._open = OpenCalls.of(tool_calls_of(opener["payload"])) if opener is not None else OpenCalls()
-        for pair in claimed:
-            tool_input = pair.call["payload"].get("toolInput")
-            self._open.claim(pair.name, tool_input)
-            result = pair.result["payload"] if pair.result is not None else {}
-            self._pending.append(
-                _PendingTool(
-                    pair.call_id,
-                    pair.name,
-                    tool_input,
-                    pair.call["timestamp"],
-                    ended=pair.result["timestamp"] if pair.result is not None else pair.call["timestamp"],
-                    outcome={k: result[k] for k in ("result", "error") if k in result},
-                )
-            )
+        for pair in claimed:  # answered from the cassette before the divergence: written as recorded
+            self._open.claim(pair.name, pair.call["payload"].get("toolInput"))
+            self._pending.append(_answered_tool(pair))
         self._recorder = recorder
         self._cursor = None
         self.mode = "record"
@@ -427,9 +486,11 @@ class Session:
         self._tools_running += 1
         return pending
 
-    def _abandon_tool(self) -> None:
+    def _abandon_tool(self, pending: _PendingTool) -> None:
+        """A tool cancelled or interrupted has no result to record: it leaves no steps."""
         with self._lock:
             self._tools_running -= 1
+            self._pending.remove(pending)
 
     def _end_tool(
         self, pending: _PendingTool, *, result: Any = None, error: BaseException | None = None
@@ -443,7 +504,7 @@ class Session:
             try:
                 value = to_json_value(result, f"the result of tool {pending.name}")
             except BlackboxError as exc:
-                raise self._fail(exc) from None
+                raise _clean(self._fail(exc)) from None
             pending.outcome = {"result": value}
             return value
 
@@ -490,6 +551,12 @@ class Session:
     def finish(self, result: Any = _UNSET, error: Any = _UNSET) -> RunReport:
         """End the run: write the cassette (record) or check it was fully and faithfully replayed."""
         __tracebackhide__ = True
+        try:
+            return self._finish_once(result, error)
+        except BlackboxError as exc:
+            raise _clean(exc) from None
+
+    def _finish_once(self, result: Any, error: Any) -> RunReport:
         with self._lock:
             if result is not _UNSET and error is not _UNSET:
                 raise BlackboxUsageError("finish() takes a result or an error, not both")
@@ -514,7 +581,8 @@ class Session:
         if running:
             raise BlackboxUsageError(
                 f"finish() was called while {running} wrapped call(s) were still running; await every model "
-                "call and tool call before finish(). Nothing was written, and later calls on this session are refused."
+                "call and tool call before finish(). Nothing was written, and later calls on this session "
+                "are refused."
             )
         if self._first_error is not None:
             raise self._first_error
@@ -552,37 +620,77 @@ class Session:
         return self.report
 
     def end_by_exit(self, exit_code: int) -> None:
-        """Write an unfinished recording as the process ends (see ``exitnet``)."""
+        """End an unfinished run as the process ends (see ``exitnet``).
+
+        A recording is written with the terminal step that says how the process ended. A replay is
+        checked as ``finish()`` would check it, so the launcher can still report a divergence (or a
+        pass) for a program that never called ``finish()``.
+        """
         with self._lock:
-            if self._finished or self._recorder is None or self._out is None:
+            if self._finished or self.mode not in ("record", "replay"):
                 return
             self._finished = self._ended_by_exit = True
+            exitnet.forget(self)
             self.stop()
-            self._flush_tools()
-            running = self._tools_running + self._model_calls_running
-            if running:
-                terminal: dict[str, Any] | None = {
-                    "event": "run_failed",
-                    "status": "error",
-                    "reason": "calls_in_flight",
-                    "exitCode": exit_code,
-                    "inFlight": running,
-                }
-            elif exit_code != 0:
-                terminal = {
-                    "event": "run_failed",
-                    "status": "error",
-                    "reason": "process_exit",
-                    "exitCode": exit_code,
-                }
-            else:
-                terminal = self._terminal_payload(_UNSET, _UNSET, self._recorder.steps)
-            if terminal is not None:
-                self._recorder.append("metadata", terminal, self._clock())
-            trace = self._recorder.trace()
-            self._write(trace, self._out)
-            self.report = RunReport("record", str(self._out), len(trace["steps"]), _status(terminal))
+            try:
+                if self._first_error is not None:
+                    raise self._first_error  # as finish() would: nothing unfaithful is written
+                if self.mode == "replay":
+                    self._check_replay_at_exit(exit_code)
+                else:
+                    self._write_at_exit(exit_code)
+            except BlackboxError as exc:
+                self._write_report(self._fail(exc))
+                raise
             self._write_report()
+
+    def _running(self) -> int:
+        return self._tools_running + self._model_calls_running
+
+    def _write_at_exit(self, exit_code: int) -> None:
+        assert self._recorder is not None and self._out is not None
+        self._flush_tools()
+        terminal: dict[str, Any] | None
+        if self._running():
+            terminal = {
+                "event": "run_failed",
+                "status": "error",
+                "reason": "calls_in_flight",
+                "exitCode": exit_code,
+                "inFlight": self._running(),
+            }
+        elif exit_code != 0:
+            terminal = {
+                "event": "run_failed",
+                "status": "error",
+                "reason": "process_exit",
+                "exitCode": exit_code,
+            }
+        else:
+            terminal = self._terminal_payload(_UNSET, _UNSET, self._recorder.steps)
+        if terminal is not None:
+            self._recorder.append("metadata", terminal, self._clock())
+        trace = self._recorder.trace()
+        self._write(trace, self._out)
+        self.report = RunReport("record", str(self._out), len(trace["steps"]), _status(terminal))
+
+    def _check_replay_at_exit(self, exit_code: int) -> None:
+        running = self._running()
+        if exit_code != 0 or running:
+            still = f" with {running} wrapped call(s) still running" if running else ""
+            raise BlackboxUsageError(
+                f"the program exited (exit code {exit_code}) before finish(){still}; the replay could not "
+                "be checked"
+            )
+        self._finish_replay(_UNSET, _UNSET)
+
+    def _abort(self, error: BlackboxError) -> None:
+        """The agent let a Blackbox error escape the ``with`` block: nothing is written; report it."""
+        with self._lock:
+            self._finished = True
+            exitnet.forget(self)
+            self.stop()
+            self._write_report(self._fail(error))
 
     def _write_report(self, error: BaseException | None = None) -> None:
         """The JSON status report the ``blackbox`` launcher reads (only when it asked for one)."""
@@ -595,9 +703,7 @@ class Session:
         shown = error if error is not None else self._first_error
         if shown is not None:
             data.update(ok=False, error=self._mask(str(shown)), errorType=type(shown).__name__)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        write_report(path, data)
 
     def discard(self) -> None:
         """End the session without writing or checking anything (a failed test's recording)."""
@@ -607,7 +713,8 @@ class Session:
             self.stop()
 
     def _write(self, trace: Trace, path: Path) -> None:
-        if contains_secret(trace, self._secrets):
+        """Write only a cassette that verifies and holds no known API key (both refusals name why)."""
+        if _contains_secret(trace, self._secrets):
             raise self._fail(SecretLeakError("refusing to write the cassette: it contains your API key"))
         report = verify_trace(trace, api_keys=sorted(self._secrets))
         failure = report.first_failure
@@ -618,6 +725,65 @@ class Session:
                 )
             )
         save_trace(trace, path)
+
+
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
+    """``contains_secret``, with a C-speed first look at the whole trace as JSON text.
+
+    A secret free of characters JSON escapes appears verbatim in the text of any string holding it,
+    so when none is in the text there is none in the trace; only a hit is confirmed by the exact walk.
+    """
+    wanted = known_secrets(secrets)
+    if not wanted:
+        return False
+    if not any(_JSON_ESCAPED.search(secret) for secret in wanted):
+        text = json.dumps(trace, ensure_ascii=False, check_circular=False)
+        if not any(secret in text for secret in wanted):
+            return False
+    return contains_secret(trace, wanted)
+
+
+def _parse_json(raw: bytes, what: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise BlackboxUnsupportedError(
+            f"{what} is not JSON; only JSON model calls and event streams can be recorded"
+        ) from None
+
+
+def _whole_answer(provider: providers.Provider, response: UpstreamResponse) -> Any:
+    """The response body to normalize, or ``None`` for a call that did not succeed as a whole.
+
+    Failed calls are not recorded (the agent got the provider's error): an error status, and an
+    event stream that reported an error, was cut short or was closed by the agent before its end.
+    A streamed answer is added up into the body the provider would have sent without streaming.
+    """
+    if not 200 <= response.status < 300 or not response.complete:
+        return None
+    content_type = next((value for name, value in response.headers if name == "content-type"), "")
+    if not content_type.strip().lower().startswith("text/event-stream"):
+        return _parse_json(response.body, "the response body")
+    try:
+        return provider.collect_stream(response.body)
+    except BlackboxUnsupportedError:
+        return None
+
+
+def _answered_tool(pair: RecordedPair) -> _PendingTool:
+    """A tool call replayed before going live, buffered with its recorded steps' values."""
+    result = pair.result["payload"] if pair.result is not None else {}
+    return _PendingTool(
+        pair.call_id,
+        pair.name,
+        pair.call["payload"].get("toolInput"),
+        pair.call["timestamp"],
+        ended=pair.result["timestamp"] if pair.result is not None else pair.call["timestamp"],
+        outcome={key: result[key] for key in ("result", "error") if key in result},
+    )
 
 
 def _call_ids(steps: list[TraceStep]) -> list[str]:
@@ -638,7 +804,6 @@ def _status(terminal: Any) -> str:
 
 #: Set by the ``blackbox`` launcher in the child's environment: the CLI owns the session's settings.
 LAUNCHED_VAR = "BLACKBOX_LAUNCHED"
-_launched_sessions = 0
 _CLI_OWNED = (
     "mode",
     "cassette",
@@ -653,9 +818,15 @@ _CLI_OWNED = (
 )
 
 
+class _Launched:
+    """The one session of a process started by the launcher (held weakly: the user owns it)."""
+
+    count = 0
+    session: weakref.ref[Session] | None = None
+
+
 def _check_launcher(options: Mapping[str, Any]) -> None:
     """Under the launcher, one session per process, configured by the CLI only."""
-    global _launched_sessions
     if os.environ.get(LAUNCHED_VAR) != "1":
         return
     overridden = sorted(k for k in _CLI_OWNED if options.get(k) not in (None, _UNSET))
@@ -664,12 +835,27 @@ def _check_launcher(options: Mapping[str, Any]) -> None:
             f"blackbox() options {', '.join(overridden)} override the CLI's settings; under `blackbox record/"
             "replay/fork` the command line decides them, so remove them from the code"
         )
-    _launched_sessions += 1
-    if _launched_sessions > 1:
+    _Launched.count += 1
+    if _Launched.count > 1:
         raise BlackboxUsageError(
             "a second blackbox() session was created in a process started by the blackbox CLI; the CLI runs "
             "one session per command and reports on it"
         )
+
+
+def _report_refusal(error: BlackboxError) -> None:
+    """Under the launcher, a refused session still reaches the launcher's report.
+
+    The first session (if any) keeps the error, so its own report at finish or exit names it;
+    without one, the report is written here.
+    """
+    first = _Launched.session() if _Launched.session is not None else None
+    if first is not None:
+        first._fail(error)
+        return
+    path = os.environ.get("BLACKBOX_REPORT")
+    if os.environ.get(LAUNCHED_VAR) == "1" and path:
+        write_report(Path(path), {"ok": False, "error": str(error), "errorType": type(error).__name__})
 
 
 def blackbox(**options: Any) -> Session:
@@ -678,5 +864,13 @@ def blackbox(**options: Any) -> Session:
     Use it as a context manager, or call ``finish()`` at the end of the run.
     """
     clock = options.pop("clock", _now_ms)
-    _check_launcher(options)
-    return Session(resolve_options(**options), clock=clock).start()
+    try:
+        _check_launcher(options)
+        session_options = resolve_options(**options)
+    except BlackboxError as exc:
+        _report_refusal(exc)
+        raise _clean(exc) from None
+    session = Session(session_options, clock=clock).start()
+    if os.environ.get(LAUNCHED_VAR) == "1":
+        _Launched.session = weakref.ref(session)
+    return session

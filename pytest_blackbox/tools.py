@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -23,28 +24,64 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def tool_input_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The JSON tool input of one invocation.
+    """The JSON tool input of one invocation: as close as possible to the input the model asked for.
 
-    No arguments give ``{}``; one positional argument gives that argument (an agent calling
+    No arguments give ``{}``; one positional mapping gives that mapping (an agent calling
     ``tool(model_input)``); keyword arguments only give them as an object (``tool(**model_input)``).
     Anything else is bound to the parameter names, so ``tool("Paris")`` and ``tool(city="Paris")``
-    record the same ``{"city": "Paris"}`` the model asked for.
+    record the same ``{"city": "Paris"}`` the model asked for. That matters for matching: an
+    invocation claims the requested call with equal arguments, so ``get_weather("Rome")`` must find
+    the ``{"city": "Rome"}`` call and not just the first ``get_weather`` call of the turn. A callable
+    whose signature cannot be read or bound gives the single argument itself, or the list of them.
     """
     if not args and not kwargs:
         return {}
-    if len(args) == 1 and not kwargs:
+    if len(args) == 1 and not kwargs and isinstance(args[0], Mapping):
         return args[0]
     if not args:
         return dict(kwargs)
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except (TypeError, ValueError):
-        return [*args, kwargs] if kwargs else list(args)
-    return dict(bound.arguments)
+        return _unbound(args, kwargs)
+    named: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            return _unbound(args, kwargs)  # ``*args`` has no names to bind to
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            named.update(value)
+        else:
+            named[name] = value
+    return named
+
+
+def _unbound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if len(args) == 1 and not kwargs:
+        return args[0]
+    return [*args, kwargs] if kwargs else list(args)
+
+
+_sorted_dumps = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
+
+
+def identical_json(a: Any, b: Any) -> bool:
+    """A fast, sufficient test of canonical equality (the C encoder, no JavaScript number rules).
+
+    Equal ``json.dumps`` texts mean equal values of equal types, so equal canonical JSON too. The
+    converse does not hold (``1`` and ``1.0`` are canonically equal), so ``False`` only means "look
+    closer". This keeps replaying a long conversation cheap: every request is compared whole.
+    """
+    try:
+        return bool(_sorted_dumps(a) == _sorted_dumps(b))
+    except (TypeError, ValueError, RecursionError):
+        return False
 
 
 def same_json(a: Any, b: Any) -> bool:
     """Canonical equality; values with no JSON form are never equal."""
+    if identical_json(a, b):
+        return True
     try:
         return canonical_json(a) == canonical_json(b)
     except CanonicalJSONError:

@@ -1,0 +1,268 @@
+"""What replaying and recording through Blackbox cost, next to the floor and to vcrpy.
+
+One agent run makes 10 model calls through the real ``anthropic`` SDK (9 tool rounds with one wrapped
+tool each, then the final answer). The script prints, from one run of the benchmark:
+
+(a) replay: 100 runs replayed from a Blackbox cassette (``blackbox(mode="replay")`` + ``finish()``:
+    cassette load, strict request comparison, synthesized responses), against
+    - the floor: the same SDK calls answered by an ``Interceptor`` whose handler returns prebuilt
+      response bytes (no cassette, no normalization, no comparison);
+    - vcrpy: the same SDK calls replayed from a vcrpy cassette recorded against the fake provider.
+    Targets: ≤ 1.25x the floor, ≥ 3x faster than vcrpy.
+(b) record: runs against the fake provider on 127.0.0.1, recorded (``blackbox(mode="record")`` +
+    ``finish()``, which verifies and writes the cassette) against the same live runs unrecorded.
+    Target: ≤ 1.2x.
+
+Each figure is the best of ``--repeat`` timed batches (the machine's noise only ever adds time).
+The 100 replays read the same unchanged cassette, so after the first one the session reuses its
+check of the file (parse, schema, hash chain; keyed by the file's SHA-256): the printed "cold load"
+is what the first replay of a cassette adds on top. The floor is mostly the SDK's own work, which
+every variant pays, so "vcrpy / floor" bounds how much faster than vcrpy any replay could be.
+``--ints`` keeps every tool value integral (see ``SCORE_SCALE``). ``--profile`` prints the top of a
+cProfile of the Blackbox replay batch.
+
+Run: ``python bench/replay_bench.py [--runs 100] [--live-runs 30] [--repeat 5] [--ints] [--profile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import pstats
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import vcr  # type: ignore[import-untyped]
+
+from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, Reply
+from pytest_blackbox.session import blackbox
+from pytest_blackbox.trace.io import load_trace
+
+CALLS = 10
+MODEL = "claude-sonnet-5"
+SYSTEM = "You are a research assistant. Look up every item before answering."
+TOOLS = [
+    {
+        "name": "lookup",
+        "description": "Look up one numbered item.",
+        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    }
+]
+TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 3.0, 1.2
+
+
+#: ``--ints`` makes every tool value integral: canonical JSON then stays on its C fast path, which
+#: shows what floats in tool results (and in the JSON text sent back to the model) cost.
+SCORE_SCALE = {"floats": 0.25, "ints": 25}
+_scale = SCORE_SCALE["floats"]
+
+
+def lookup(n: int) -> dict[str, Any]:
+    return {"n": n, "title": f"item {n}", "tags": ["a", "b"], "score": n * _scale}
+
+
+def script(fake: FakeProvider) -> None:
+    for n in range(CALLS - 1):
+        fake.queue_anthropic_tool_calls([("lookup", {"n": n})], text=f"Looking up item {n}.")
+    fake.queue_anthropic_text("All items found.")
+
+
+def agent(client: anthropic.Anthropic, tools: dict[str, Callable[..., Any]]) -> str:
+    """The agent loop every variant runs: the same requests, the same tool round trips."""
+    messages: list[Any] = [{"role": "user", "content": "Look up items 0 to 8."}]
+    for _ in range(CALLS):
+        response = client.messages.create(
+            model=MODEL,
+            max_tokens=256,
+            system=SYSTEM,
+            messages=messages,
+            tools=TOOLS,  # type: ignore[arg-type]
+        )
+        uses = [block for block in response.content if block.type == "tool_use"]
+        if not uses:
+            return "".join(block.text for block in response.content if block.type == "text")
+        messages.append({"role": "assistant", "content": response.content})
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": use.id,
+                "content": json.dumps(tools[use.name](**use.input)),
+            }
+            for use in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    raise RuntimeError("the agent did not finish")
+
+
+def best_of(repeat: int, batch: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        batch()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+# -- the variants ----------------------------------------------------------------------------------
+
+
+def blackbox_replay(cassette: Path, client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
+    def batch() -> None:
+        for _ in range(runs):
+            session = blackbox(mode="replay", cassette=cassette)
+            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+
+    return batch
+
+
+def prebuilt(bodies: list[bytes]) -> Callable[[ModelRequest], Reply]:
+    """The floor's handler for one run: the next prebuilt answer, nothing else."""
+    answers: Iterator[bytes] = iter(bodies)
+    return lambda request: Reply(200, next(answers))
+
+
+def floor_replay(bodies: list[bytes], client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
+    def batch() -> None:
+        for _ in range(runs):
+            with Interceptor(prebuilt(bodies)):
+                agent(client, {"lookup": lookup})
+
+    return batch
+
+
+def vcr_replay(cassette: Path, client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
+    def batch() -> None:
+        for _ in range(runs):
+            with vcr.use_cassette(str(cassette), record_mode="none"):
+                agent(client, {"lookup": lookup})
+
+    return batch
+
+
+def live(fake: FakeProvider, client: anthropic.Anthropic, runs: int, out: Path | None) -> Callable[[], None]:
+    def batch() -> None:
+        for _ in range(runs):
+            script(fake)
+            if out is None:
+                agent(client, {"lookup": lookup})
+                continue
+            session = blackbox(mode="record", out=out)
+            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+
+    return batch
+
+
+# -- set-up ----------------------------------------------------------------------------------------
+
+
+def prepare(work: Path, fake: FakeProvider) -> tuple[Path, Path, list[bytes]]:
+    """A Blackbox cassette, a vcrpy cassette and the floor's prebuilt answers, all of the same run."""
+    client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
+    cassette = work / "run.json"
+    live(fake, client, 1, cassette)()
+    vcr_cassette = work / "run.vcr.yaml"
+    script(fake)
+    with vcr.use_cassette(str(vcr_cassette), record_mode="all"):
+        agent(client, {"lookup": lookup})
+    bodies: list[bytes] = []
+    script(fake)
+    with Interceptor(lambda request: Forward(lambda response: bodies.append(response.body))):
+        agent(client, {"lookup": lookup})
+    return cassette, vcr_cassette, bodies
+
+
+@dataclass
+class Results:
+    runs: int
+    live_runs: int
+    ours: float
+    floor: float
+    vcr: float
+    cold_load: float
+    plain: float
+    recorded: float
+
+
+def measure(args: argparse.Namespace, work: Path, fake: FakeProvider) -> Results:
+    cassette, vcr_cassette, bodies = prepare(work, fake)
+    # vcrpy matches the port too, so every variant uses the fake's address; no replay may reach it
+    client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
+    served = len(fake.requests)
+    ours = best_of(args.repeat, blackbox_replay(cassette, client, args.runs))
+    floor = best_of(args.repeat, floor_replay(bodies, client, args.runs))
+    vcr_time = best_of(args.repeat, vcr_replay(vcr_cassette, client, args.runs))
+    if len(fake.requests) != served:
+        raise RuntimeError("a replay reached the fake provider")
+    cold_load = best_of(args.repeat, lambda: load_trace(cassette))
+    plain = best_of(args.repeat, live(fake, client, args.live_runs, None))
+    recorded = best_of(args.repeat, live(fake, client, args.live_runs, work / "rec.json"))
+    if args.profile:
+        profile(blackbox_replay(cassette, client, args.runs))
+    return Results(args.runs, args.live_runs, ours, floor, vcr_time, cold_load, plain, recorded)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--live-runs", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--ints", action="store_true", help="integral tool values only (see SCORE_SCALE)")
+    args = parser.parse_args()
+    global _scale
+    _scale = SCORE_SCALE["ints" if args.ints else "floats"]
+    warnings.simplefilter("ignore")
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key-not-secret")
+    with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
+        report(measure(args, Path(tmp), fake))
+
+
+def ratio_line(name: str, value: float, target: float, at_most: bool) -> str:
+    ok = value <= target if at_most else value >= target
+    sign = "<=" if at_most else ">="
+    return f"  {name:<17} {value:8.2f}x  target {sign} {target}x  {'ok' if ok else 'MISSED'}"
+
+
+def report(r: Results) -> None:
+    """Totals, per-call figures, the ratios against the targets, and the overhead above the floor.
+
+    The floor is mostly the SDK's own work (building, sending and parsing each call), which every
+    variant pays; the overhead above it is what a replay tool adds.
+    """
+    calls = r.runs * CALLS
+    print(f"replay, {r.runs} runs x {CALLS} model calls (best batch):")
+    for name, total in (("blackbox replay", r.ours), ("floor (respx)", r.floor), ("vcrpy", r.vcr)):
+        above = (total - r.floor) * 1e6 / calls
+        print(
+            f"  {name:<17} {total * 1e3:8.1f} ms  {total * 1e6 / calls:6.0f} µs/call  {above:+6.0f} vs floor"
+        )
+    print(ratio_line("blackbox / floor", r.ours / r.floor, TARGET_FLOOR, at_most=True))
+    print(ratio_line("vcrpy / blackbox", r.vcr / r.ours, TARGET_VCR, at_most=False))
+    print(f"  vcrpy / floor     {r.vcr / r.floor:8.2f}x  (no replay tool can be faster than the floor)")
+    print(f"  a cassette's first (cold) load: {r.cold_load * 1e3:.1f} ms; later sessions reuse the check")
+    print(f"record, {r.live_runs} live runs x {CALLS} model calls against the fake provider (best batch):")
+    added = (r.recorded - r.plain) * 1e3 / r.live_runs
+    print(f"  live, recorded    {r.recorded * 1e3:8.1f} ms  ({added:.1f} ms added per run, writing included)")
+    print(f"  live, plain       {r.plain * 1e3:8.1f} ms")
+    print(ratio_line("recorded / plain", r.recorded / r.plain, TARGET_RECORD, at_most=True))
+
+
+def profile(batch: Callable[[], None]) -> None:
+    profiler = cProfile.Profile()
+    profiler.runcall(batch)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The JSON conversion rule for tool values: what converts, to what, and what is refused."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import uuid
+from pathlib import PurePosixPath
+from typing import Any
+
+import pydantic
+import pytest
+
+from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.jsonvalue import to_json_value
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+class Unit(enum.Enum):
+    CELSIUS = "C"
+
+
+@dataclasses.dataclass
+class Reading:
+    temp: float
+    at: dt.date
+
+
+class Forecast(pydantic.BaseModel):
+    city: str
+    temps: tuple[float, ...]
+
+
+Point = collections.namedtuple("Point", "x y")
+
+CONVERTED: list[tuple[Any, Any]] = [
+    ({"t": 23.0, "xs": (1, 2)}, {"t": 23, "xs": [1, 2]}),
+    (-0.0, 0),
+    (2.5, 2.5),
+    (2**53, 2**53),
+    (2**60, float(2**60)),
+    (Level.HIGH, 3),
+    (Color.RED, "red"),
+    (Unit.CELSIUS, "C"),
+    (Reading(21.0, dt.date(2026, 1, 2)), {"temp": 21, "at": "2026-01-02"}),
+    (Forecast(city="Rome", temps=(24.5, 25.0)), {"city": "Rome", "temps": [24.5, 25]}),
+    (dt.datetime(2026, 1, 2, 3, 4, 5), "2026-01-02T03:04:05"),
+    (uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+    (PurePosixPath("/tmp/x"), "/tmp/x"),
+    (Point(1, 2.0), [1, 2]),
+    (collections.OrderedDict(b=1, a=2), {"b": 1, "a": 2}),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), CONVERTED)
+def test_values_convert_to_their_json_form(value: Any, expected: Any) -> None:
+    converted = to_json_value(value)
+    assert converted == expected
+    assert type(converted) is type(expected)
+    if isinstance(expected, dict):
+        assert list(converted) == list(expected)
+        assert all(type(converted[k]) is type(expected[k]) for k in expected)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({1: "a"}, "an int in the keys of x is not supported: JSON object keys are strings"),
+        (float("inf"), "a float in x is not supported: JSON has no NaN or infinity"),
+        (2**53 + 1, "an int in x is not supported: a JSON number cannot hold this integer exactly"),
+        (decimal.Decimal("1.5"), "a Decimal in x is not supported: it would not come back"),
+        (1j, "a complex in x is not supported: it would not come back"),
+        (frozenset(), "a frozenset in x is not supported: it would not come back"),
+    ],
+)
+def test_values_json_cannot_keep_are_refused(value: Any, message: str) -> None:
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        to_json_value(value, "x")
+    assert str(caught.value).startswith(message)
+    assert str(caught.value).endswith(
+        "; convert it to JSON data (dict, list, str, int, float, bool, None) first"
+    )

@@ -1,0 +1,84 @@
+"""Refused fields never reach the provider, and API keys never reach a cassette or a message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
+from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.session import blackbox
+
+from .conftest import ANTHROPIC_KEY, OPENAI_KEY, run_agent
+from .travel_agent import WEATHER, ToolBox, script
+
+WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 1}
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "anthropic": ({"extra_tools": [WEB_SEARCH]}, 'server tool "web_search_20250305" is not supported yet'),
+    "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),
+}
+
+
+def test_a_refused_field_never_reaches_the_provider(
+    fake_provider: FakeProvider, flavor: tuple[str, bool], tmp_path: Path
+) -> None:
+    sdk = flavor[0]
+    agent_options, message = REFUSED[sdk]
+    path = tmp_path / "refused.json"
+    session = blackbox(mode="record", out=path)
+    run = run_agent(
+        flavor, fake_provider.base_url, session=session, finish=False, catch_errors=True, **agent_options
+    )
+    assert fake_provider.requests == []
+    (caught,) = run.agent.caught
+    assert getattr(caught, "status_code", None) == 400
+    assert f"[blackbox] {message}" in str(caught)
+    with pytest.raises(BlackboxUnsupportedError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        session.finish(result=run.answer)
+    assert not path.exists()
+
+
+def test_an_api_key_in_a_tool_result_refuses_the_cassette(
+    fake_provider: FakeProvider, flavor: tuple[str, bool], tmp_path: Path
+) -> None:
+    key = ANTHROPIC_KEY if flavor[0] == "anthropic" else OPENAI_KEY
+    script(fake_provider, flavor[0])
+    leaky = ToolBox({**WEATHER, "Paris": {"city": "Paris", "debug": f"used key {key}"}})
+    path = tmp_path / "leak.json"
+    session = blackbox(mode="record", out=path)
+    run = run_agent(flavor, fake_provider.base_url, session=session, box=leaky, finish=False)
+    with pytest.raises(SecretLeakError) as caught:
+        session.finish(result=run.answer)
+    assert str(caught.value) == "refusing to write the cassette: it contains your API key"
+    assert key not in str(caught.value)
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_key_from_the_authorization_header_is_masked_in_messages(
+    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key exists only in the client (not the environment); the session learns it from the header."""
+    key = "team-gateway-key-7781"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    script(fake_provider, "openai")
+    path = tmp_path / "run.json"
+    run_agent(("openai", False), fake_provider.base_url, session_options={"mode": "record", "out": path})
+    root = fake_provider.base_url
+    fake_provider.stop()
+    monkeypatch.setenv("OPENAI_API_KEY", "blackbox-offline-placeholder")
+    session = blackbox(mode="replay", cassette=path)
+    monkeypatch.setenv("OPENAI_API_KEY", key)  # the client sends it; the session never read it from the env
+    run = run_agent(
+        ("openai", False), root, session=session, finish=False, catch_errors=True, system=f"Use key {key}."
+    )
+    (caught,) = run.agent.caught
+    assert key not in str(caught)
+    with pytest.raises(ReplayDivergenceError) as divergence:
+        session.finish(result=run.answer)
+    assert divergence.value.path == "systemPrompt"
+    assert divergence.value.actual == json.dumps("Use key [redacted].")
+    assert key not in str(divergence.value)
