@@ -1,0 +1,164 @@
+"""Shared pieces of the framework tests: keys, a clean session environment, the tools and an offline guard.
+
+Each framework module records one agent run against the fake provider, stops the fake, and replays
+the cassette with a guard that fails the test on any connection attempt: a replay that is not fully
+offline cannot pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_blackbox import exitnet
+from pytest_blackbox.options import SESSION_ENV_VARS
+from pytest_blackbox.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.trace.io import load_trace
+
+ANTHROPIC_KEY = "sk-ant-api03-frameworks-test-key-0123456789abcdef"
+OPENAI_KEY = "sk-proj-frameworks-test-key-0123456789abcdefghij"
+INSTRUCTIONS = "You are a travel assistant. Answer only from the tools' data."
+CHANGED_INSTRUCTIONS = "You are a pirate. Answer in pirate speak."
+INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+#: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+#: Variables an inner run must not inherit: CI refuses recording, and the base URLs and keys are per test.
+INNER_ENV_CLEARED = (
+    "CI",
+    "PYTEST_ADDOPTS",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "EXPECT_TOOL_CALLS",
+)
+WEATHER = {"city": "Paris", "tempC": 21, "sky": "clear"}
+LOCAL_TIME = "14:05"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provider keys set, no stale BLACKBOX_* variable, and no process-wide exit hooks in the test process."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(exitnet, "_install", lambda: None)
+
+
+@pytest.fixture
+def sessions() -> Iterator[Callable[..., Session]]:
+    """``blackbox(**options)``, stopped at teardown: a failed test leaves no interception behind."""
+    opened: list[Session] = []
+
+    def start(**options: Any) -> Session:
+        session = blackbox(**options)
+        opened.append(session)
+        return session
+
+    yield start
+    for session in opened:
+        session.stop()
+
+
+class TravelTools:
+    """The real tools. They log their calls: a replay must run none of them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def get_weather(self, city: str) -> dict[str, Any]:
+        """Current weather for a city.
+
+        Args:
+            city: City name, e.g. Paris.
+        """
+        self.calls.append(("get_weather", city))
+        return dict(WEATHER, city=city)
+
+    def get_time(self, city: str) -> str:
+        """Local time in a city.
+
+        Args:
+            city: City name, e.g. Paris.
+        """
+        self.calls.append(("get_time", city))
+        return LOCAL_TIME
+
+
+class NetworkUsed(AssertionError):
+    """A replay tried to open a connection."""
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """Call it to make every connection attempt fail the test; it returns the attempts seen."""
+    attempts: list[str] = []
+
+    def refuse(kind: str) -> Callable[..., Any]:
+        def guard(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(f"{kind}{args[1:]!r}")
+            raise NetworkUsed(f"a replay opened a connection: {kind}{args[1:]!r}")
+
+        return guard
+
+    def block() -> list[str]:
+        monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
+        monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
+        loop = asyncio.base_events.BaseEventLoop
+        monkeypatch.setattr(loop, "create_connection", refuse("loop.create_connection"))
+        monkeypatch.setattr(loop, "sock_connect", refuse("loop.sock_connect"))
+        return attempts
+
+    return block
+
+
+def step_types(path: Path) -> list[str]:
+    return [step["type"] for step in load_trace(path)["steps"]]
+
+
+def payload(path: Path, index: int) -> Any:
+    return load_trace(path)["steps"][index]["payload"]
+
+
+def tool_results(path: Path) -> list[Any]:
+    """The recorded tool results, as (name, result) pairs in cassette order."""
+    return [
+        (step["payload"]["toolName"], step["payload"]["result"])
+        for step in load_trace(path)["steps"]
+        if step["type"] == "tool_result"
+    ]
+
+
+def compact(value: Any) -> str:
+    """JSON as the frameworks put a dict tool result into the conversation."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass
+class InnerSuite:
+    """A pytester directory holding one user test file, run as a real inner pytest session."""
+
+    pytester: pytest.Pytester
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, *args: str, expect_tool_calls: str) -> pytest.RunResult:
+        """One inner run; the inner test checks the tool calls it saw against ``expect_tool_calls``."""
+        self.monkeypatch.setenv("EXPECT_TOOL_CALLS", expect_tool_calls)
+        return self.pytester.runpytest(*QUIET, *args)
+
+    def cassette(self, module: str, test: str) -> Path:
+        return self.pytester.path / "cassettes" / module / f"{test}.json"
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> InnerSuite:
+    for name in INNER_ENV_CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    pytester.makeini(INNER_INI)
+    return InnerSuite(pytester, monkeypatch)

@@ -1,0 +1,286 @@
+"""OpenAI Agents SDK runs record and replay, over Chat Completions and over the Responses API.
+
+The SDK builds its tool from the function (``function_tool`` reads the signature and the docstring),
+so the tool is wrapped first: ``function_tool(bb.tool("get_weather", get_weather))``. Tracing is
+disabled for the whole module: the SDK otherwise exports traces to the network from a background
+thread, outside any session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed (pip install openai-agents)")
+
+import openai
+from agents import (
+    Agent,
+    Model,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
+
+from pytest_blackbox.errors import ReplayDivergenceError
+from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.session import Session
+
+from .conftest import (
+    CHANGED_INSTRUCTIONS,
+    INSTRUCTIONS,
+    OPENAI_KEY,
+    WEATHER,
+    InnerSuite,
+    TravelTools,
+    payload,
+    step_types,
+    tool_results,
+)
+
+PROMPT = "What's the weather in Paris?"
+FINAL = "Paris is clear at 21 °C."
+CALL_REF = {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}
+STEP_TYPES = [
+    "model_input",
+    "model_output",
+    "tool_call",
+    "tool_result",
+    "model_input",
+    "model_output",
+    "metadata",
+]
+#: What ``function_tool`` makes of ``TravelTools.get_weather`` (names and descriptions from the docstring).
+SCHEMA = {
+    "properties": {"city": {"description": "City name, e.g. Paris.", "title": "City", "type": "string"}},
+    "required": ["city"],
+    "title": "get_weather_args",
+    "type": "object",
+}
+STRICT_CHAT_TOOLS = (
+    "providers/openai_chat.py refuses `strict: true` on a function tool (the neutral tool definition has no "
+    "field for it), and function_tool() makes strict tools by default (strict_mode=True)"
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_tracing() -> Iterator[None]:
+    """Never re-enabled: a later run would export its trace over the network, outside any session."""
+    set_tracing_disabled(True)
+    yield
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The SDK model class, and whether its tool is strict (the SDK's default)."""
+
+    api: str
+    strict: bool = True
+    #: ``Runner.run_streamed`` instead of ``Runner.run_sync``: every model request is streamed.
+    streamed: bool = False
+
+    def model(self, root: str) -> Model:
+        client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=OPENAI_KEY)
+        if self.api == "chat":
+            return OpenAIChatCompletionsModel(model="gpt-5", openai_client=client)
+        return OpenAIResponsesModel(model="gpt-5", openai_client=client)
+
+    def script(self, fake: FakeProvider) -> None:
+        queue: Callable[..., None] = (
+            fake.queue_openai_tool_calls if self.api == "chat" else fake.queue_responses_tool_calls
+        )
+        queue([("get_weather", {"city": "Paris"})])
+        queue([], text=FINAL)
+
+    def tool_definition(self) -> dict[str, Any]:
+        schema = {**SCHEMA, "additionalProperties": False} if self.strict else SCHEMA
+        return {"name": "get_weather", "description": "Current weather for a city.", "inputSchema": schema}
+
+
+FLAVORS = [
+    pytest.param(
+        Flavor("chat"),
+        id="chat",
+        marks=pytest.mark.xfail(strict=True, raises=openai.BadRequestError, reason=STRICT_CHAT_TOOLS),
+    ),
+    pytest.param(Flavor("chat", strict=False), id="chat-nonstrict"),
+    pytest.param(Flavor("chat", strict=False, streamed=True), id="chat-nonstrict-streamed"),
+    pytest.param(Flavor("responses"), id="responses"),
+    pytest.param(Flavor("responses", streamed=True), id="responses-streamed"),
+]
+
+
+async def run_streamed(agent: Agent[Any]) -> Any:
+    """The streamed run, read to the end."""
+    result = Runner.run_streamed(agent, PROMPT)
+    async for _event in result.stream_events():
+        pass
+    return result.final_output
+
+
+def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    """The recipe: wrap the function with the session, then let ``function_tool`` build the tool from it."""
+    tool = function_tool(bb.tool("get_weather", tools.get_weather), strict_mode=flavor.strict)
+    agent = Agent(name="travel", instructions=instructions, model=flavor.model(root), tools=[tool])
+    output = (
+        asyncio.run(run_streamed(agent)) if flavor.streamed else Runner.run_sync(agent, PROMPT).final_output
+    )
+    assert isinstance(output, str)
+    return output
+
+
+@dataclass
+class Recording:
+    path: Path
+    root: str
+
+
+@pytest.fixture(params=FLAVORS)
+def flavor(request: pytest.FixtureRequest) -> Flavor:
+    result: Flavor = request.param
+    return result
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+) -> Recording:
+    """The run recorded against the fake, which is then stopped: a replay has no server."""
+    flavor.script(fake_provider)
+    path = tmp_path / "openai_agents.json"
+    tools = TravelTools()
+    bb = sessions(mode="record", out=path)
+    answer = run(flavor, fake_provider.base_url, bb, tools)
+    bb.finish(result=answer)
+    assert answer == FINAL
+    assert tools.calls == [("get_weather", "Paris")]
+    assert fake_provider.pending == 0
+    assert [request.json.get("stream", False) for request in fake_provider.requests] == [flavor.streamed] * 2
+    root = fake_provider.base_url
+    fake_provider.stop()
+    return Recording(path, root)
+
+
+def test_the_recording_holds_the_whole_run(recorded: Recording, flavor: Flavor) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    assert (first["systemPrompt"], first["messages"]) == (INSTRUCTIONS, [{"role": "user", "content": PROMPT}])
+    assert first["tools"] == [flavor.tool_definition()]
+    assert payload(recorded.path, 1) == {"type": "tool_calls", "calls": [CALL_REF]}
+    assert tool_results(recorded.path) == [("get_weather", WEATHER)]
+    assert payload(recorded.path, 5) == {"type": "final_answer", "text": FINAL}
+    assert payload(recorded.path, 6) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_the_tool_result_goes_back_to_the_model(recorded: Recording) -> None:
+    """The SDK sends a dict result as its ``str()``: the wrapped tool's return value reached the agent."""
+    assert payload(recorded.path, 4)["messages"] == [
+        {"role": "user", "content": PROMPT},
+        {"role": "assistant", "content": [{"type": "tool_use", **CALL_REF}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "toolCallId": "call-0",
+                    "toolName": "get_weather",
+                    "result": str(WEATHER),
+                }
+            ],
+        },
+    ]
+
+
+def test_replay_is_offline_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    attempts = offline()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    answer = run(flavor, recorded.root, bb, tools)
+    report = bb.finish(result=answer)
+    assert answer == FINAL
+    assert tools.calls == []
+    assert attempts == []
+    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 7, 7)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    offline()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    with pytest.raises(openai.BadRequestError) as rejected:
+        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
+    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
+    error = bb.error
+    assert isinstance(error, ReplayDivergenceError)
+    assert (error.step_index, error.path) == (0, "systemPrompt")
+    assert (error.expected, error.actual) == (json.dumps(INSTRUCTIONS), json.dumps(CHANGED_INSTRUCTIONS))
+    assert tools.calls == []
+    with pytest.raises(ReplayDivergenceError) as finished:
+        bb.finish()
+    assert finished.value is error
+
+
+#: A user's test file: the pytest plugin's ``blackbox`` fixture and the SDK's default model (the Responses
+#: API); the SDK's client reads OPENAI_BASE_URL and OPENAI_API_KEY (a replay gets a placeholder key).
+INNER_TEST = '''
+import os
+
+import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+
+set_tracing_disabled(True)
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city.
+
+    Args:
+        city: City name, e.g. Paris.
+    """
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    tool = function_tool(blackbox.tool("get_weather", get_weather))
+    agent = Agent(name="travel", instructions="You are a travel assistant.", model="gpt-5", tools=[tool])
+    result = Runner.run_sync(agent, "What's the weather in Paris?")
+    assert result.final_output == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Flavor("responses").script(fake_provider)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_base_url)
+    inner.pytester.makepyfile(test_agent=INNER_TEST)
+    cassette = inner.cassette("test_agent", "test_weather")
+
+    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
+    first.assert_outcomes(passed=1)
+    assert step_types(cassette) == STEP_TYPES
+    assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
+    recorded = cassette.read_bytes()
+
+    fake_provider.stop()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    second = inner.run(expect_tool_calls="")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+    assert cassette.read_bytes() == recorded

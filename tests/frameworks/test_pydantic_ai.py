@@ -1,0 +1,412 @@
+"""pydantic-ai agents record and replay through the SDK clients pydantic-ai builds itself.
+
+pydantic-ai registers tool functions itself and reads their signature and docstring, so a tool is
+wrapped *before* it is registered: ``agent.tool_plain(bb.tool("get_weather", get_weather))``. The
+wrapper keeps the signature and docstring (``functools.wraps``), which the recorded tool definitions
+below prove. The model's client is pointed at the fake provider through pydantic-ai's own
+``AnthropicProvider(base_url=…)`` / ``OpenAIProvider(base_url=…)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "pydantic_ai", reason="pydantic-ai is not installed (pip install 'pydantic-ai-slim[anthropic,openai]')"
+)
+
+from pydantic_ai import Agent, AgentStreamEvent, RunContext
+from pydantic_ai.exceptions import ModelRequestRejectedError
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
+from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.session import Session
+
+from .conftest import (
+    CHANGED_INSTRUCTIONS,
+    INSTRUCTIONS,
+    LOCAL_TIME,
+    WEATHER,
+    InnerSuite,
+    TravelTools,
+    compact,
+    payload,
+    step_types,
+    tool_results,
+)
+
+PROMPT = "What's the weather and the local time in Paris?"
+FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
+CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+CITY_SCHEMA = {
+    "additionalProperties": False,
+    "properties": {"city": {"description": "City name, e.g. Paris.", "type": "string"}},
+    "required": ["city"],
+    "type": "object",
+}
+TOOL_DEFINITIONS = [
+    {"name": "get_weather", "description": "Current weather for a city.", "inputSchema": CITY_SCHEMA},
+    {"name": "get_time", "description": "Local time in a city.", "inputSchema": CITY_SCHEMA},
+]
+CALL_REFS: list[dict[str, Any]] = [
+    {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
+    {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {"city": "Paris"}},
+]
+STEP_TYPES = [
+    "model_input",
+    "model_output",
+    *["tool_call", "tool_result"] * 2,
+    "model_input",
+    "model_output",
+    "metadata",
+]
+STRICT_CHAT_TOOLS = (
+    "providers/openai_chat.py refuses `strict: true` on a function tool (the neutral tool definition has no "
+    "field for it), and pydantic-ai's OpenAIChatModel marks every tool whose schema allows it as strict"
+)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One way of running the agent: the model class, and the settings that decide its wire format."""
+
+    api: str
+    max_tokens: int | None = 1024
+    strict: bool | None = None
+    #: With an event stream handler, pydantic-ai streams every model request.
+    handle_events: bool = False
+
+    @property
+    def streamed(self) -> bool:
+        """Anthropic without max_tokens: the model's maximum is over the SDK's non-streaming limit."""
+        return self.handle_events or (self.api == "anthropic" and self.max_tokens is None)
+
+    def model(self, root: str) -> Model:
+        if self.api == "anthropic":
+            return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(base_url=root))
+        provider = OpenAIProvider(base_url=root + "/v1")
+        if self.api == "openai-chat":
+            return OpenAIChatModel("gpt-5", provider=provider)
+        return OpenAIResponsesModel("gpt-5", provider=provider)
+
+    def script(self, fake: FakeProvider) -> None:
+        """The model's two turns: both tools at once, then the answer."""
+        queue: Callable[..., None] = {
+            "anthropic": fake.queue_anthropic_tool_calls,
+            "openai-chat": fake.queue_openai_tool_calls,
+            "openai-responses": fake.queue_responses_tool_calls,
+        }[self.api]
+        queue(CALLS)
+        queue([], text=FINAL)
+
+    def user_message(self) -> dict[str, Any]:
+        """pydantic-ai sends the prompt as a text block to Anthropic and as a string to OpenAI."""
+        if self.api == "anthropic":
+            return {"role": "user", "content": [{"type": "text", "text": PROMPT}]}
+        return {"role": "user", "content": PROMPT}
+
+
+FLAVORS = [
+    pytest.param(Flavor("anthropic"), id="anthropic"),
+    pytest.param(Flavor("anthropic", max_tokens=None), id="anthropic-streamed"),
+    pytest.param(
+        Flavor("openai-chat"),
+        id="openai-chat",
+        marks=pytest.mark.xfail(strict=True, raises=ModelRequestRejectedError, reason=STRICT_CHAT_TOOLS),
+    ),
+    pytest.param(Flavor("openai-chat", strict=False), id="openai-chat-nonstrict"),
+    pytest.param(
+        Flavor("openai-chat", strict=False, handle_events=True), id="openai-chat-nonstrict-streamed"
+    ),
+    pytest.param(Flavor("openai-responses"), id="openai-responses"),
+    pytest.param(Flavor("openai-responses", handle_events=True), id="openai-responses-streamed"),
+]
+
+
+async def drain(_context: RunContext[object], events: AsyncIterable[AgentStreamEvent]) -> None:
+    """An event stream handler that only reads the events."""
+    async for _event in events:
+        pass
+
+
+def build_agent(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions: str) -> Agent:
+    """The recipe: wrap each tool with the session, then register the wrapper with pydantic-ai."""
+    settings: Any = {"max_tokens": flavor.max_tokens} if flavor.max_tokens is not None else None
+    agent = Agent(flavor.model(root), instructions=instructions, model_settings=settings)
+    register = agent.tool_plain(strict=flavor.strict) if flavor.strict is not None else agent.tool_plain
+    register(bb.tool("get_weather", tools.get_weather))
+    register(bb.tool("get_time", tools.get_time))
+    return agent
+
+
+def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    agent = build_agent(flavor, root, bb, tools, instructions)
+    output = agent.run_sync(PROMPT, event_stream_handler=drain if flavor.handle_events else None).output
+    assert isinstance(output, str)
+    return output
+
+
+@dataclass
+class Recording:
+    path: Path
+    root: str
+
+
+@pytest.fixture(params=FLAVORS)
+def flavor(request: pytest.FixtureRequest) -> Flavor:
+    result: Flavor = request.param
+    return result
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+) -> Recording:
+    """The conversation recorded against the fake, which is then stopped: a replay has no server."""
+    flavor.script(fake_provider)
+    path = tmp_path / "pydantic_ai.json"
+    tools = TravelTools()
+    bb = sessions(mode="record", out=path)
+    answer = run(flavor, fake_provider.base_url, bb, tools)
+    bb.finish(result=answer)
+    assert answer == FINAL
+    assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
+    assert fake_provider.pending == 0
+    assert [request.json["stream"] for request in fake_provider.requests] == [flavor.streamed] * 2
+    root = fake_provider.base_url
+    fake_provider.stop()
+    return Recording(path, root)
+
+
+def test_the_recording_holds_the_whole_run(recorded: Recording, flavor: Flavor) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    assert (first["systemPrompt"], first["messages"]) == (INSTRUCTIONS, [flavor.user_message()])
+    assert payload(recorded.path, 1) == {"type": "tool_calls", "calls": CALL_REFS}
+    assert tool_results(recorded.path) == [("get_weather", WEATHER), ("get_time", LOCAL_TIME)]
+    assert payload(recorded.path, 7) == {"type": "final_answer", "text": FINAL}
+    assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_wrapped_tools_keep_the_definitions_pydantic_ai_reads(recorded: Recording) -> None:
+    """Name, docstring and parameter description reach the model through the wrapper unchanged."""
+    assert payload(recorded.path, 0)["tools"] == TOOL_DEFINITIONS
+
+
+def test_the_tool_results_go_back_to_the_model(recorded: Recording, flavor: Flavor) -> None:
+    """The second request carries both results: the agent got the wrapped tools' return values."""
+    assert payload(recorded.path, 6)["messages"] == [
+        flavor.user_message(),
+        {"role": "assistant", "content": [{"type": "tool_use", **ref} for ref in CALL_REFS]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "toolCallId": "call-0",
+                    "toolName": "get_weather",
+                    "result": compact(WEATHER),
+                },
+                {"type": "tool_result", "toolCallId": "call-1", "toolName": "get_time", "result": LOCAL_TIME},
+            ],
+        },
+    ]
+
+
+def test_replay_is_offline_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    attempts = offline()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    answer = run(flavor, recorded.root, bb, tools)
+    report = bb.finish(result=answer)
+    assert answer == FINAL
+    assert tools.calls == []
+    assert attempts == []
+    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 9, 9)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    offline()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    with pytest.raises(ModelRequestRejectedError) as rejected:
+        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
+    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
+    error = bb.error
+    assert isinstance(error, ReplayDivergenceError)
+    assert (error.step_index, error.path) == (0, "systemPrompt")
+    assert (error.expected, error.actual) == (json.dumps(INSTRUCTIONS), json.dumps(CHANGED_INSTRUCTIONS))
+    assert tools.calls == []
+    with pytest.raises(ReplayDivergenceError) as finished:
+        bb.finish()
+    assert finished.value is error
+
+
+#: A user's test file: the pytest plugin's ``blackbox`` fixture, and pydantic-ai's model string; the SDK
+#: client reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a replay gets a placeholder key from the plugin).
+INNER_TEST = '''
+import os
+
+import pytest
+from pydantic_ai import Agent, AgentStreamEvent, RunContext
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city.
+
+    Args:
+        city: City name, e.g. Paris.
+    """
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    agent = Agent(
+        "anthropic:claude-sonnet-5-5",
+        instructions="You are a travel assistant.",
+        model_settings={"max_tokens": 1024},
+    )
+    agent.tool_plain(blackbox.tool("get_weather", get_weather))
+    result = agent.run_sync("What's the weather in Paris?")
+    assert result.output == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([("get_weather", {"city": "Paris"})])
+    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    inner.pytester.makepyfile(test_agent=INNER_TEST)
+    cassette = inner.cassette("test_agent", "test_weather")
+
+    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
+    first.assert_outcomes(passed=1)
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
+    assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
+    recorded = cassette.read_bytes()
+
+    fake_provider.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    second = inner.run(expect_tool_calls="")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+    assert cassette.read_bytes() == recorded
+
+
+RUN_CONTEXT_ARGUMENT = (
+    "jsonvalue.py converts a dataclass argument with dataclasses.asdict, which deep-copies pydantic-ai's "
+    "RunContext and fails with a raw TypeError (cannot pickle '_thread.RLock') instead of a typed "
+    "BlackboxUnsupportedError naming the tool"
+)
+
+
+def get_time(_context: RunContext[object], city: str) -> str:
+    """Local time in a city.
+
+    Args:
+        city: City name, e.g. Paris.
+    """
+    return LOCAL_TIME
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason=RUN_CONTEXT_ARGUMENT)
+def test_a_wrapped_tool_taking_the_run_context_is_refused_with_a_typed_error(
+    fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([CALLS[1]])
+    bb = sessions(mode="record", out=tmp_path / "context.json")
+    agent = Agent(Flavor("anthropic").model(fake_provider.base_url), model_settings={"max_tokens": 1024})
+    agent.tool(bb.tool("get_time", get_time))
+    with pytest.raises(BlackboxUnsupportedError, match="get_time"):
+        agent.run_sync(PROMPT)
+    assert isinstance(bb.error, BlackboxUnsupportedError)
+
+
+def test_a_tool_taking_the_run_context_wraps_its_context_free_part(
+    fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
+) -> None:
+    """The recipe for ``agent.tool``: the context stays outside; the wrapped part gets the model's input."""
+    tools = TravelTools()
+
+    def run_once(bb: Session, root: str) -> str:
+        agent = Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
+        local_time = bb.tool("get_time", tools.get_time)
+
+        @agent.tool
+        def get_time(context: RunContext[object], city: str) -> str:
+            """Local time in a city.
+
+            Args:
+                city: City name, e.g. Paris.
+            """
+            return local_time(city)
+
+        output = agent.run_sync(PROMPT).output
+        bb.finish(result=output)
+        return str(output)
+
+    fake_provider.queue_anthropic_tool_calls([CALLS[1]])
+    fake_provider.queue_anthropic_text(FINAL)
+    path = tmp_path / "context.json"
+    assert run_once(sessions(mode="record", out=path), fake_provider.base_url) == FINAL
+    assert tool_results(path) == [("get_time", LOCAL_TIME)]
+    assert payload(path, 0)["tools"] == [TOOL_DEFINITIONS[1]]
+    root = fake_provider.base_url
+    fake_provider.stop()
+    assert run_once(sessions(mode="replay", cassette=path), root) == FINAL
+    assert tools.calls == [("get_time", "Paris")]
+
+
+def test_async_tools_are_wrapped_the_same_way(
+    fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
+) -> None:
+    calls: list[str] = []
+
+    async def get_weather(city: str) -> dict[str, Any]:
+        """Current weather for a city.
+
+        Args:
+            city: City name, e.g. Paris.
+        """
+        calls.append(city)
+        return dict(WEATHER, city=city)
+
+    def run_once(bb: Session, root: str) -> str:
+        agent = Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
+        agent.tool_plain(bb.tool("get_weather", get_weather))
+        output = agent.run_sync(PROMPT).output
+        bb.finish(result=output)
+        return str(output)
+
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_text(FINAL)
+    path = tmp_path / "async.json"
+    assert run_once(sessions(mode="record", out=path), fake_provider.base_url) == FINAL
+    assert tool_results(path) == [("get_weather", WEATHER)]
+    assert payload(path, 0)["tools"] == [TOOL_DEFINITIONS[0]]
+    root = fake_provider.base_url
+    fake_provider.stop()
+    assert run_once(sessions(mode="replay", cassette=path), root) == FINAL
+    assert calls == ["Paris"]
