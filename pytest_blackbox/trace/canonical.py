@@ -40,7 +40,11 @@ _SAFE = 9007199254740992
 # JavaScript below 1e-6) and on integers of 16+ digits (beyond 2**53). Tokens follow "[", ":" or ","
 # (then whitespace, in indented output) or start the text; a string that merely looks like one
 # only costs the slow path.
-_RISKY_NUMBER = re.compile(r"(?:^|[:,\[])\s*-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})")
+_NUMBER_RISK = r"-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})"
+# Compact output has no whitespace around tokens, so JSON text embedded in strings by Python's
+# default ``json.dumps`` (which writes ": ") does not look like a number token there.
+_RISKY_COMPACT = re.compile(r"(?:^|[:,\[])" + _NUMBER_RISK)
+_RISKY_PRETTY = re.compile(r"(?:^|[:,\[])\s*" + _NUMBER_RISK)
 # Surrogates need escaping; astral characters sort differently in UTF-16 when they are in keys.
 _RISKY_CHAR = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -143,10 +147,47 @@ def _slow(value: Any, indent: str | None, level: int, sort: bool) -> str:
     raise CanonicalJSONError(f"a {type(value).__name__} is not a JSON value")
 
 
-def _trusted(text: str) -> bool:
-    if _RISKY_NUMBER.search(text):
-        return False
-    return text.isascii() or not _RISKY_CHAR.search(text)
+def _risky_number(value: float | int) -> bool:
+    if type(value) is float:
+        return value.is_integer() or not math.isfinite(value) or abs(value) < 1e-4
+    return isinstance(value, int) and not isinstance(value, bool) and not -_SAFE <= value <= _SAFE
+
+
+def _risky_string(text: str, key: bool) -> bool:
+    return not text.isascii() and bool((_RISKY_CHAR if key else _SURROGATE).search(text))
+
+
+def _needs_slow(value: Any) -> bool:
+    """Exact check of the value: does it hold anything the C encoder spells unlike JavaScript?
+
+    Only reached when the cheap scan of the encoder's output saw something suspicious, which is
+    mostly JSON text inside strings (a tool result the agent sent as a string).
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or _risky_string(key, key=True):
+                    return True
+                stack.append(child)
+        elif kind is list:
+            stack.extend(item)
+        elif kind is str:
+            if _risky_string(item, key=False):
+                return True
+        elif kind is float or kind is int:
+            if _risky_number(item):
+                return True
+        elif item is not None and kind is not bool:
+            return True  # tuples, subclasses, other objects: let the reference encoder decide
+    return False
+
+
+def _trusted(text: str, value: Any, numbers: re.Pattern[str]) -> bool:
+    suspicious = numbers.search(text) or (not text.isascii() and _RISKY_CHAR.search(text))
+    return not suspicious or not _needs_slow(value)
 
 
 def canonical_json(value: Any) -> str:
@@ -155,7 +196,7 @@ def canonical_json(value: Any) -> str:
         text = _fast_compact(value)
     except (ValueError, TypeError, RecursionError):
         text = None
-    if text is not None and _trusted(text):
+    if text is not None and _trusted(text, value, _RISKY_COMPACT):
         return text
     return _slow(value, None, 0, sort=True)
 
@@ -166,7 +207,7 @@ def pretty_json(value: Any) -> str:
         text = _fast_pretty(value)
     except (ValueError, TypeError, RecursionError):
         text = None
-    if text is not None and _trusted(text):
+    if text is not None and _trusted(text, value, _RISKY_PRETTY):
         return text
     return _slow(value, "  ", 0, sort=False)
 

@@ -252,6 +252,20 @@ def _free_of_credentials(text: str | None, hints: Sequence[str]) -> bool:
     return text is not None and "\\u" not in text and not any(hint in text for hint in hints)
 
 
+_FORBIDDEN_KEY_TEXTS = tuple(f'"{key}"' for key in sorted(FORBIDDEN_KEYS))
+
+
+def _free_of_structural_markers(text: str | None) -> bool:
+    """True only if the file text cannot hold a structural marker anywhere, so no walk is needed.
+
+    Every structural rule needs a literal of ``_STRUCTURAL_PREFILTER``, and a forbidden key is
+    written as its quoted name; ``\\u`` escapes (which could spell either) rule the shortcut out.
+    """
+    if text is None or "\\u" in text or _STRUCTURAL_PREFILTER.search(text) is not None:
+        return False
+    return not any(key in text for key in _FORBIDDEN_KEY_TEXTS)
+
+
 def _json_text(value: Any) -> str | None:
     try:
         return json.dumps(value, ensure_ascii=False)
@@ -272,6 +286,8 @@ def scan_trace(trace: Any, api_keys: Sequence[str] = (), *, text: str | None = N
         return NeutralityScan(collector.labels)
     hints = _credential_hints(api_keys)
     whole_file_clean = _free_of_credentials(text, hints)
+    if whole_file_clean and _free_of_structural_markers(text):
+        return NeutralityScan([])
 
     def check(value: Any) -> None:
         if whole_file_clean or _free_of_credentials(_json_text(value), hints):
