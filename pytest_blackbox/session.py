@@ -540,13 +540,18 @@ class Session:
             return {
                 "event": "run_completed",
                 "status": "success",
-                "result": to_json_value(result, "finish(result=…)"),
+                "result": result,
             }
         outputs = [s for s in steps if s["type"] == "model_output"]
         last = outputs[-1]["payload"] if outputs else None
         if isinstance(last, dict) and last.get("type") == "final_answer":
             return {"event": "run_completed", "status": "success", "result": model_output_text(last)}
         return None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has ended: ``finish()``, ``discard()`` or the process exit."""
+        return self._finished
 
     def finish(self, result: Any = _UNSET, error: Any = _UNSET) -> RunReport:
         """End the run: write the cassette (record) or check it was fully and faithfully replayed."""
@@ -560,6 +565,11 @@ class Session:
         with self._lock:
             if result is not _UNSET and error is not _UNSET:
                 raise BlackboxUsageError("finish() takes a result or an error, not both")
+            if result is not _UNSET and not isinstance(result, str):
+                raise BlackboxUsageError(
+                    f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
+                    "pass json.dumps(value) to record a structured answer"
+                )
             if self._ended_by_exit:
                 raise BlackboxUsageError("the run already ended (the process exit wrote the cassette)")
             if self._finished:
