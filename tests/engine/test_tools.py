@@ -221,6 +221,7 @@ def test_the_set_message_in_full(tmp_path: Path) -> None:
         "a set in the arguments of tool lookup is not supported: it would not come back from the cassette "
         "as the same value; convert it to JSON data (dict, list, str, int, float, bool, None) first"
     )
+    session.discard()
 
 
 def test_tool_input_follows_the_parameter_names() -> None:
