@@ -20,9 +20,11 @@ def fake_provider() -> Iterator[FakeProvider]:
 def _no_interceptor_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test that leaves an interceptor running would answer the next tests' HTTP calls: name it."""
     from pytest_blackbox.interception import InterceptorMocker
+    from pytest_blackbox.session import stop_finished_sessions
 
     before = len(InterceptorMocker.routers)
     yield
+    stop_finished_sessions()  # finished sessions keep refusing late calls until released
     leaked = len(InterceptorMocker.routers) - before
     if leaked > 0:
         for router in list(InterceptorMocker.routers[:leaked]):

@@ -195,6 +195,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         return
     if run.session is not None and run.outcome is None:
         run.test_failed(None)
+    if run.session is not None:
+        run.session.stop()  # a finished session refuses late calls until released here
     run.restore_env()
     _summary(item.config).add_run(run)
 

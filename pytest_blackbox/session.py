@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from . import exitnet, providers
+from .concurrency import ConcurrentRecording, Turn, inside_tool, last_call, note_call, running_tool
 from .errors import (
     BlackboxError,
     BlackboxUnsupportedError,
@@ -38,6 +39,7 @@ from .interception import Forward, Interceptor, ModelRequest, OtherRequest, Repl
 from .jsonvalue import to_json_value
 from .options import _UNSET, SessionOptions, resolve_options
 from .replay import RecordedPair, RecordedToolError, ReplayCursor
+from .sessionfork import SessionFork, scripted_reply
 from .tools import OpenCalls, wrap_tool
 from .trace.io import load_trace, parse_trace, save_trace
 from .trace.model import Trace, TraceStep
@@ -55,8 +57,20 @@ OFFLINE_PLACEHOLDER_KEY = "blackbox-offline-placeholder"
 PROVIDER_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 _SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
 OVERLAP_MESSAGE = (
-    "overlapping model calls in one session are not supported yet; await each call before the next, or "
-    "give each concurrent conversation its own blackbox() session and cassette"
+    "overlapping model calls are recorded only in record mode, not in a fork or after a replay went live "
+    '(on_divergence="record"); await each call before the next in these runs'
+)
+TOOL_AT_START_MESSAGE = (
+    "a wrapped tool is still running while a model call starts; await every tool call before the next "
+    "model call, so its steps can be written in order"
+)
+TOOL_AT_RETURN_MESSAGE = (
+    "a wrapped tool was still running when a model call returned; await every tool call before the next "
+    "model call, so its steps can be written in order"
+)
+INSIDE_TOOL_MESSAGE = (
+    "a wrapped tool is still running while a model call starts: the call is made inside the tool, and a "
+    "replay never runs wrapped tools; make model calls outside the functions you wrap"
 )
 
 
@@ -146,6 +160,20 @@ class _PendingTool:
     ended: int | float = 0
     outcome: dict[str, Any] = field(default_factory=dict)
     requested: bool = True
+    #: The model turn whose round it belongs to, once the run records concurrent conversations.
+    turn: Turn | None = None
+
+
+@dataclass
+class _Call:
+    """A model call being recorded, until its answer arrives."""
+
+    model_input: Any
+    started: int
+    #: Its place among concurrent conversations, once the run records them.
+    turn: Turn | None = None
+    #: The index of its ``model_input`` step, once written in a sequential recording.
+    step: int | None = None
 
 
 class Session:
@@ -167,16 +195,22 @@ class Session:
         self._model_calls_running = 0
         self._open = OpenCalls()
         self._pending: list[_PendingTool] = []
+        self._calls: list[_Call] = []
+        #: Set once wrapped calls overlap: the run is then recorded conversation by conversation.
+        self._conversations: ConcurrentRecording | None = None
+        #: Stands for this session in context variables (which must not keep the session alive).
+        self._token = object()
         self._recorder: TraceRecorder | None = None
         self._cursor: ReplayCursor | None = None
         self._interceptor: Interceptor | None = None
+        self._fork: SessionFork | None = None
         self.report: RunReport | None = None
-        self._out = options.out if options.mode == "record" else options.cassette
+        self._out = options.out if options.mode in ("record", "fork") else options.cassette
         #: Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did.
         self.went_live_at: int | None = None
         self._collect_env_secrets(os.environ)
         self._prepare()
-        if exit_net and self.mode in ("record", "replay"):
+        if exit_net and self.mode in ("record", "replay", "fork"):
             exitnet.watch(self)
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -192,9 +226,8 @@ class Session:
             trace = load_cassette(self.options.cassette)
             self._cursor = ReplayCursor(trace, self.options.match, self._secrets)
         elif self.mode == "fork":
-            raise BlackboxUsageError(
-                "fork mode is started by `blackbox fork <cassette> --at N … -- <command>`"
-            )
+            self._fork = SessionFork.prepare(self.options, self._secrets)
+            self._cursor = ReplayCursor(self._fork.parent, self.options.match, self._secrets)
 
     def _collect_env_secrets(self, env: Mapping[str, str]) -> None:
         for name in PROVIDER_KEY_VARS:
@@ -215,13 +248,20 @@ class Session:
         if self.mode != "off" and self._interceptor is None:
             self._interceptor = Interceptor(self._on_model, self._on_other)
             self._interceptor.start()
+            _STARTED.add(self)
         return self
 
     def stop(self) -> None:
-        """Stop intercepting; safe to call twice."""
+        """Stop intercepting; safe to call twice.
+
+        ``finish()`` does not stop: a finished session keeps answering model calls with "the session
+        has finished; this request was not sent", so a late call can never reach the network. It is
+        released here, when a ``with`` block ends, or by the pytest plugin at teardown.
+        """
         if self._interceptor is not None:
             self._interceptor.stop()
             self._interceptor = None
+            _STARTED.discard(self)
 
     def __enter__(self) -> Session:
         return self.start()
@@ -283,11 +323,15 @@ class Session:
                     raise BlackboxUnsupportedError(f"no provider answers {urlsplit(request.url).path}")
                 self._check_open(request)
                 body = _parse_json(request.body, "the request body")
-                if self.mode == "replay":
+                if self._fork is not None:
+                    self._fork.before_model_call(provider, body)
+                if self.mode in ("replay", "fork"):
                     try:
                         return self._replay_call(provider, body)
                     except ReplayDivergenceError as exc:
                         self._go_live_or_raise(exc)
+                if self._fork is not None and self._fork.scripted:
+                    return self._script_call(provider, body)
                 return self._record_call(provider, body)
             except BlackboxError as exc:
                 return self._refusal(provider, str(self._refuse_call(exc)))
@@ -299,18 +343,42 @@ class Session:
             )
         if self._first_error is not None:
             raise self._first_error
-        if self._model_calls_running:
-            raise BlackboxUnsupportedError(OVERLAP_MESSAGE)
-        if self._tools_running:
-            raise BlackboxUnsupportedError(
-                "a wrapped tool is still running while a model call starts; await every tool call before "
-                "the next model call, so its steps can be written in order"
-            )
+        if self._model_calls_running or self._tools_running:
+            if inside_tool(self._token):
+                raise BlackboxUnsupportedError(INSIDE_TOOL_MESSAGE)
+            self._record_concurrently(OVERLAP_MESSAGE if self._model_calls_running else TOOL_AT_START_MESSAGE)
+
+    def _record_concurrently(self, refusal: str) -> None:
+        """Wrapped calls overlap: record conversation by conversation from now on (see ``concurrency``).
+
+        Only a plain recording can: a fork and a replay gone live copy a prefix verbatim, so their
+        steps must keep being written in order (``refusal`` says so).
+        """
+        if self._conversations is not None:
+            return
+        if self.options.mode != "record" or self._recorder is None:
+            raise BlackboxUnsupportedError(refusal)
+        conversations = ConcurrentRecording()
+        adopted = conversations.adopt(self._recorder.steps, _PendingTool)
+        latest = conversations.latest
+        if latest is not conversations.pre:
+            latest.calls = self._open
+        for pending in self._pending:
+            pending.turn = latest
+        for call in self._calls:
+            call.turn = conversations.begin(call.model_input, call.started, ())
+        self._pending = [*adopted, *self._pending]
+        self._conversations = conversations
 
     def _record_call(self, provider: providers.Provider, body: Any) -> Forward:
         started = self._clock()
         model_input = provider.normalize_request(body, self._ids)
+        call = _Call(model_input, started)
+        if self._conversations is not None:
+            call.turn = self._conversations.begin(model_input, started, self._pending)
         self._model_calls_running += 1
+        self._calls.append(call)
+        note_call(self._token, call)
 
         def on_response(response: UpstreamResponse) -> None:
             with self._lock:
@@ -318,23 +386,47 @@ class Session:
                 try:
                     answer = _whole_answer(provider, response)
                     if answer is None:
+                        self._drop_call(call)
                         return  # a failed call is not recorded; the agent sees the real error
                     output = provider.normalize_response(answer, self._ids)
                     if self._tools_running:
-                        raise BlackboxUnsupportedError(
-                            "a wrapped tool was still running when a model call returned; await every tool "
-                            "call before the next model call, so its steps can be written in order"
-                        )
+                        self._record_concurrently(TOOL_AT_RETURN_MESSAGE)
                 except BlackboxError as exc:
+                    self._drop_call(call)
                     self._fail(exc)
                     return
-                self._append_turn(model_input, started, output)
+                self._answer_call(call, output)
 
         def on_failure(error: BaseException) -> None:
             with self._lock:
                 self._model_calls_running -= 1  # no answer will come; the SDK sees (and may retry) the error
+                self._drop_call(call)
 
         return Forward(on_response, on_failure)
+
+    def _answer_call(self, call: _Call, output: Any) -> None:
+        self._calls.remove(call)
+        if call.turn is not None and self._conversations is not None:
+            self._conversations.answer(call.turn, output, self._clock())
+            return
+        assert self._recorder is not None
+        self._append_turn(call.model_input, call.started, output)
+        call.step = len(self._recorder) - 2
+
+    def _drop_call(self, call: _Call) -> None:
+        if call in self._calls:
+            self._calls.remove(call)
+        if call.turn is not None and self._conversations is not None:
+            self._conversations.drop(call.turn)
+
+    def _hinted_turn(self) -> Turn | None:
+        """The conversation turn of the model call this task or thread made last, if known."""
+        call = last_call(self._token)
+        if not isinstance(call, _Call) or self._conversations is None:
+            return None
+        if call.turn is None and call.step is not None:
+            call.turn = self._conversations.by_input_step.get(call.step)
+        return call.turn
 
     def _append_turn(self, model_input: Any, started: int, output: Any) -> None:
         assert self._recorder is not None
@@ -346,9 +438,15 @@ class Session:
     def _replay_call(self, provider: providers.Provider, body: Any) -> Reply:
         cursor = self._cursor
         assert cursor is not None
-        recorded = cursor.peek_model_input()
-        cursor.compare_request(recorded, provider.normalize_request(body, self._ids))
-        output = cursor.take_model_output(recorded)
+        if self._fork is not None:  # a fork replays its prefix in the recorded order
+            recorded = cursor.peek_model_input()
+            cursor.compare_request(recorded, provider.normalize_request(body, self._ids))
+            output = cursor.take_model_output(recorded)
+        else:
+            turn = cursor.claim_request(provider.normalize_request(body, self._ids))
+            note_call(self._token, turn.number)
+            assert turn.output is not None
+            output = turn.output
         self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(output["payload"]))
         model = body.get("model") if isinstance(body, dict) else None
         where: dict[str, Any] = {
@@ -362,13 +460,22 @@ class Session:
         synthesized = provider.synthesize_response(output["payload"], **where)
         return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
+    def _script_call(self, provider: providers.Provider, body: Any) -> Reply:
+        """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
+        assert self._fork is not None and self._recorder is not None
+        started = self._clock()
+        model_input = provider.normalize_request(body, self._ids)
+        output = self._fork.next_output(self._ids)
+        self._append_turn(model_input, started, output)
+        return scripted_reply(provider, body, self._recorder.steps[-1])
+
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
-        if self.mode == "record":
+        if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
             return Forward()
         url = urlsplit(request.url)
         shown = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
         error = OfflineRequestError(
-            f"{self.mode} mode answers only model calls (messages.create / chat.completions.create); "
+            f"{self.options.mode} mode answers only model calls (messages.create / chat.completions.create); "
             f"a request to {request.method} {self._mask(shown)} would need the network"
         )
         self._refuse_call(error)  # kept, unless the run already ended
@@ -406,6 +513,10 @@ class Session:
                         return _Answered(self._replay_tool(name, tool_input))
                     except ReplayDivergenceError as exc:
                         self._go_live_or_raise(exc)
+                if self._fork is not None:
+                    answered = self._fork_tool(name, tool_input)
+                    if answered is not None:
+                        return answered
                 return self._start_tool(name, tool_input)
             except BlackboxError as exc:
                 raise _clean(self._refuse_call(exc)) from None
@@ -419,7 +530,8 @@ class Session:
         if isinstance(begun, _Answered):
             return begun.value
         try:
-            result = call()
+            with running_tool(self._token):
+                result = call()
         except Exception as exc:
             self._end_tool(begun, error=exc)
             raise
@@ -435,7 +547,8 @@ class Session:
         if isinstance(begun, _Answered):
             return begun.value
         try:
-            result = await call()
+            with running_tool(self._token):
+                result = await call()
         except Exception as exc:
             self._end_tool(begun, error=exc)
             raise
@@ -445,8 +558,12 @@ class Session:
         return self._end_tool(begun, result=result)
 
     def _go_live_or_raise(self, divergence: ReplayDivergenceError) -> None:
-        """In ``new_episodes`` replay, a divergence switches to recording; otherwise it stands."""
-        if self.options.on_divergence != "record":
+        """In ``new_episodes`` replay, a divergence switches to recording; otherwise it stands.
+
+        Only a replay that used the recorded model calls in order can go live: the steps before the
+        divergence are then a prefix of the cassette, copied verbatim.
+        """
+        if self.options.on_divergence != "record" or (self._cursor is not None and not self._cursor.in_order):
             raise divergence
         self._go_live()
 
@@ -462,6 +579,20 @@ class Session:
             parent_id=trace.get("parentId"),
             forked_from_step_id=trace.get("forkedFromStepId"),
         )
+        self._continue_recording(recorder, cut, opener, claimed)
+        self.went_live_at = cut
+
+    def _continue_recording(
+        self, recorder: TraceRecorder, cut: int, opener: TraceStep | None, claimed: list[RecordedPair]
+    ) -> None:
+        """Switch from replaying to recording into ``recorder`` (a ``new_episodes`` replay, a fork).
+
+        The cassette's first ``cut`` steps are copied verbatim; ``opener`` is the model output whose
+        round is open, and ``claimed`` its calls already answered from the cassette that lie past the
+        cut: they are written with their recorded values.
+        """
+        assert self._cursor is not None
+        trace = self._cursor.trace
         for step in trace["steps"][:cut]:
             recorder.copy_step(step)
         self._ids.seed_past(_call_ids(trace["steps"][:cut]))
@@ -472,16 +603,47 @@ class Session:
         self._recorder = recorder
         self._cursor = None
         self.mode = "record"
-        self.went_live_at = cut
+
+    def _fork_tool(self, name: str, tool_input: Any) -> _Answered | None:
+        """A fork answers from the cassette before its fork point, swaps in the new result at it, and
+        after it still answers the calls of that round recorded before it (``None``: run for real)."""
+        fork = self._fork
+        assert fork is not None
+        if self._cursor is None:
+            served = fork.claim_served(name, tool_input, self._open)
+            return None if served is None else _Answered(served.answer())
+        pair = self._cursor.claim_tool(name, tool_input)
+        if not fork.is_fork_point(pair):
+            return _Answered(pair.answer())
+        self._reach_fork(pair)
+        return _Answered(fork.replacement_value())
+
+    def _reach_fork(self, pair: RecordedPair) -> None:
+        """The fork point: copy steps 0…N-1, write the new step N, and record from here on."""
+        fork, cursor = self._fork, self._cursor
+        assert fork is not None and cursor is not None
+        opener = cursor.steps[cursor.round_start - 1] if cursor.round_start > 0 else None
+        round_ = cursor.round
+        self._continue_recording(fork.new_recorder(), fork.at, opener, fork.reach(round_, pair))
+        for done in fork.before_point(round_, pair):
+            self._open.claim(done.name, done.call["payload"].get("toolInput"))
+        assert self._recorder is not None
+        payload, timestamp = fork.replacement_step()
+        self._recorder.append("tool_result", payload, timestamp)
 
     def _replay_tool(self, name: str, tool_input: Any) -> Any:
         assert self._cursor is not None
-        return self._cursor.claim_tool(name, tool_input).answer()
+        hint = last_call(self._token)
+        return self._cursor.claim_tool(name, tool_input, hint if isinstance(hint, int) else None).answer()
 
     def _start_tool(self, name: str, tool_input: Any) -> _PendingTool:
-        ref = self._open.claim(name, tool_input)
+        turn: Turn | None = None
+        if self._conversations is not None:
+            ref, turn = self._conversations.claim(name, tool_input, self._hinted_turn())
+        else:
+            ref = self._open.claim(name, tool_input)
         call_id = ref["toolCallId"] if ref is not None else self._ids.fresh()
-        pending = _PendingTool(call_id, name, tool_input, self._clock(), requested=ref is not None)
+        pending = _PendingTool(call_id, name, tool_input, self._clock(), requested=ref is not None, turn=turn)
         self._pending.append(pending)
         self._tools_running += 1
         return pending
@@ -507,6 +669,18 @@ class Session:
                 raise _clean(self._fail(exc)) from None
             pending.outcome = {"result": value}
             return value
+
+    def _flush_recording(self) -> None:
+        """Write what is still buffered: the last round, or every concurrent conversation."""
+        conversations, recorder = self._conversations, self._recorder
+        assert recorder is not None
+        if conversations is None:
+            self._flush_tools()
+            return
+        self._recorder = TraceRecorder(recorder.trace_id, recorder.created_at)
+        for type_, payload, timestamp in conversations.steps(self._pending):
+            self._recorder.append(type_, payload, timestamp)
+        self._pending, self._conversations = [], None
 
     def _flush_tools(self) -> None:
         """Write the turn's tool steps: requested calls in model order, then unrequested ones."""
@@ -581,8 +755,6 @@ class Session:
             except BaseException as exc:
                 self._write_report(exc)
                 raise
-            finally:
-                self.stop()
             self._write_report()
             return report
 
@@ -596,6 +768,8 @@ class Session:
             )
         if self._first_error is not None:
             raise self._first_error
+        if self._fork is not None:
+            self._fork.check_end()
         if self.mode == "record":
             return self._finish_record(result, error)
         if self.mode == "replay":
@@ -604,14 +778,19 @@ class Session:
 
     def _finish_record(self, result: Any, error: Any) -> RunReport:
         assert self._recorder is not None and self._out is not None
-        self._flush_tools()
+        self._flush_recording()
         terminal = self._terminal_payload(result, error, self._recorder.steps)
         if terminal is not None:
             self._recorder.append("metadata", terminal, self._clock())
         trace = self._recorder.trace()
         self._write(trace, self._out)
-        self.report = RunReport("record", str(self._out), len(trace["steps"]), _status(terminal))
+        self.report = RunReport(self._written_mode, str(self._out), len(trace["steps"]), _status(terminal))
         return self.report
+
+    @property
+    def _written_mode(self) -> str:
+        """The mode a written cassette reports: a fork records from its fork point on."""
+        return "fork" if self._fork is not None else "record"
 
     def _finish_replay(self, result: Any, error: Any) -> RunReport:
         cursor = self._cursor
@@ -620,7 +799,7 @@ class Session:
         try:
             replayed = cursor.finish(outcome)
         except ReplayDivergenceError as exc:
-            if self.options.on_divergence != "record":
+            if self.options.on_divergence != "record" or not cursor.in_order:
                 raise self._fail(exc) from None
             self._go_live()
             return self._finish_record(result, error)
@@ -637,7 +816,7 @@ class Session:
         pass) for a program that never called ``finish()``.
         """
         with self._lock:
-            if self._finished or self.mode not in ("record", "replay"):
+            if self._finished or self.mode not in ("record", "replay", "fork"):
                 return
             self._finished = self._ended_by_exit = True
             exitnet.forget(self)
@@ -645,6 +824,9 @@ class Session:
             try:
                 if self._first_error is not None:
                     raise self._first_error  # as finish() would: nothing unfaithful is written
+                if self.mode == "fork":
+                    assert self._fork is not None
+                    self._fork.check_end()  # the fork point was never reached: this raises
                 if self.mode == "replay":
                     self._check_replay_at_exit(exit_code)
                 else:
@@ -659,7 +841,7 @@ class Session:
 
     def _write_at_exit(self, exit_code: int) -> None:
         assert self._recorder is not None and self._out is not None
-        self._flush_tools()
+        self._flush_recording()
         terminal: dict[str, Any] | None
         if self._running():
             terminal = {
@@ -682,7 +864,7 @@ class Session:
             self._recorder.append("metadata", terminal, self._clock())
         trace = self._recorder.trace()
         self._write(trace, self._out)
-        self.report = RunReport("record", str(self._out), len(trace["steps"]), _status(terminal))
+        self.report = RunReport(self._written_mode, str(self._out), len(trace["steps"]), _status(terminal))
 
     def _check_replay_at_exit(self, exit_code: int) -> None:
         running = self._running()
@@ -804,6 +986,18 @@ def _call_ids(steps: list[TraceStep]) -> list[str]:
         elif step["type"] in ("tool_call", "tool_result") and isinstance(step["payload"], dict):
             ids.append(str(step["payload"].get("toolCallId", "")))
     return ids
+
+
+#: Sessions whose interception is on; finished ones stay here until stopped.
+_STARTED: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def stop_finished_sessions() -> int:
+    """Release the interception of every finished session (test harnesses call it between tests)."""
+    finished = [session for session in list(_STARTED) if session.finished]
+    for session in finished:
+        session.stop()
+    return len(finished)
 
 
 def _status(terminal: Any) -> str:

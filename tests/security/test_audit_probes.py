@@ -283,10 +283,6 @@ def test_6_a_tool_called_after_finish_is_refused_and_never_runs(
     assert out.read_bytes() == written
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Session._finish_once stops the interceptor, so a model call after finish() is sent",
-)
 @pytest.mark.parametrize("mode", ["record", "replay"])
 def test_6_a_model_call_after_finish_is_refused_and_never_sent(
     cassette: tuple[Path, str, str], fake_provider: FakeProvider, network_guard: NetworkGuard, mode: str
@@ -540,10 +536,6 @@ STRUCTURED_OUTPUT: dict[str, dict[str, Any]] = {
 PARAM_NAME = {"anthropic": "outputConfig", "openai": "responseFormat"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: trace/neutrality.py flags the key `usage` in params.responseFormat / params.outputConfig",
-)
 @pytest.mark.parametrize("sdk", SDKS)
 def test_4_a_structured_output_schema_with_a_property_named_usage_records_and_verifies(
     fake_provider: FakeProvider, tmp_path: Path, sdk: str
