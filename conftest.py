@@ -31,4 +31,6 @@ def _no_interceptor_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
             InterceptorMocker.unregister(router)
         if not InterceptorMocker.routers:
             InterceptorMocker.stop()
-        pytest.fail(f"{request.node.nodeid} left {leaked} interceptor(s) running; stop every session it starts")
+        pytest.fail(
+            f"{request.node.nodeid} left {leaked} interceptor(s) running; stop every session it starts"
+        )

@@ -5,15 +5,19 @@ install with no API key, no network and no test file. ``import`` converts a tran
 elsewhere. Each handler is a thin shell over the library (:mod:`pytest_blackbox.demo`,
 :mod:`pytest_blackbox.fork`, :mod:`pytest_blackbox.importers`).
 
-``fork`` without a command is the demo fork (:func:`run_demo_fork`). The session fork
-(``blackbox fork <cassette> --at N … -- <command>``) is a separate form that re-runs the user's agent;
-it adds its own arguments to the same subparser and is dispatched before the demo form.
+``fork`` without a cassette is the demo fork (:func:`run_demo_fork`). With a cassette it is the session
+fork (:func:`run_session_fork`, ``blackbox fork <cassette> --at N … -- <command>``): it re-runs the
+user's own agent under the launcher, and the session (:mod:`pytest_blackbox.sessionfork`) swaps in the
+new tool result. Both forms share one subparser; the positional cassette decides which one runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
+import sys
 import tempfile
 import textwrap
 from collections.abc import Callable, Sequence
@@ -24,20 +28,24 @@ from ..demo import SCENARIOS, run_demo
 from ..errors import BlackboxError, BlackboxUsageError, ForkError, SecretLeakError, TranscriptImportError
 from ..fork import fork_run, same_file
 from ..importers import IMPORTERS, import_chat_json, import_claude_code
+from ..options import _UNSET, SessionOptions, resolve_options
+from ..sessionfork import SessionFork, read_fork_set
 from ..trace.diff import diff_outcome, diff_traces
 from ..trace.io import load_trace, parse_json, save_trace
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import contains_secret, known_secrets, truncate_masked
 from ..trace.verify import VerifyReport, verify_trace
+from .launcher import child_env, outcome_line, run_child
 
-__all__ = ["DEFAULT_FORK_PAYLOAD", "register", "run_demo_fork"]
+__all__ = ["DEFAULT_FORK_PAYLOAD", "register", "run_demo_fork", "run_session_fork"]
 
 #: The demo fork's replacement for the hotel search result: nothing is available.
 DEFAULT_FORK_PAYLOAD = '{"results":[],"available":false,"message":"No hotels available for that date."}'
 _DEFAULT_TRACE = os.path.join("traces", "example-trace.json")
 _API_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 _MARK = "◼ blackbox ·"
+_STEP_INDEX = re.compile(r"^(0|[1-9]\d*)$")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -100,29 +108,89 @@ def _add_fork(sub: argparse._SubParsersAction[Any]) -> None:
     fork = _parser(
         sub,
         "fork",
-        "fork a demo cassette: change one tool result or the prompt, run on",
-        "Copy a demo cassette up to --fork-index, change one tool result (or the prompt) and let the demo "
-        "agent run on from there, to see how the run would have gone. The child cassette names its parent, "
-        "so blackbox diff shows where and how the two runs part.",
+        "fork a cassette: change one tool result and let your agent (or the demo agent) run on",
+        "With a cassette and a command (the session fork): replay the cassette to COMMAND up to the tool "
+        "whose result is step --at, hand the agent the --set value instead of the recorded result, and let "
+        "it run on with your real model client (--live) or with scripted model replies (--script). Steps 0 "
+        "to N-1 are copied from the cassette, step N holds the new result, and --out receives the child "
+        "cassette. Without a cassette (the demo fork): copy a demo cassette up to --fork-index, change one "
+        "tool result (or the prompt) and let the built-in demo agent run on. Either way the child names its "
+        "parent, so blackbox diff shows where and how the two runs part.",
         [
+            "blackbox fork runs/triage.json --at 5 --set @reading.json --out runs/hot.json "
+            "--script replies.json -- python agent.py",
+            "blackbox fork tests/cassettes/test_agent/test_weather.json --at 3 --set '{\"celsius\": 40}' "
+            "--out hot.json --script replies.json -- pytest tests/test_agent.py::test_weather",
             "blackbox fork",
             'blackbox fork --mode prompt --prompt "Book a hotel for Bob next weekend." --out traces/bob.json',
         ],
     )
-    fork.add_argument("--trace", default=_DEFAULT_TRACE, help=f"parent cassette (default: {_DEFAULT_TRACE})")
+    fork.add_argument(
+        "cassette", nargs="?", help="the cassette to fork (the session fork); without it, the demo fork runs"
+    )
+    _session_fork_options(fork)
+    fork.add_argument(
+        "--trace", default=_DEFAULT_TRACE, help=f"demo fork: parent cassette (default: {_DEFAULT_TRACE})"
+    )
     fork.add_argument(
         "--mode",
         choices=("tool-result", "prompt"),
         default="tool-result",
-        help="what to change: tool-result (the default) replaces the tool result at --mutation-step, "
-        "prompt replaces the prompt with --prompt",
+        help="demo fork: what to change: tool-result (the default) replaces the tool result at "
+        "--mutation-step, prompt replaces the prompt with --prompt",
     )
-    fork.add_argument("--fork-index", type=int, default=4, help="step to fork at (default: 4)")
-    fork.add_argument("--mutation-step", type=int, default=3, help="tool_result step to change (default: 3)")
-    fork.add_argument("--payload-json", default=DEFAULT_FORK_PAYLOAD, help="the new tool result, as JSON")
-    fork.add_argument("--prompt", help="the new prompt (--mode prompt)")
-    fork.add_argument("--out", help="child cassette (default: <trace>-fork.json)")
-    fork.set_defaults(func=run_demo_fork)
+    fork.add_argument("--fork-index", type=int, default=4, help="demo fork: step to fork at (default: 4)")
+    fork.add_argument(
+        "--mutation-step", type=int, default=3, help="demo fork: tool_result step to change (default: 3)"
+    )
+    fork.add_argument(
+        "--payload-json", default=DEFAULT_FORK_PAYLOAD, help="demo fork: the new tool result, as JSON"
+    )
+    fork.add_argument("--prompt", help="demo fork: the new prompt (--mode prompt)")
+    fork.add_argument(
+        "child", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="session fork: the command to run"
+    )
+    fork.set_defaults(func=_fork)
+
+
+def _step_index(text: str) -> int:
+    if not _STEP_INDEX.match(text):
+        raise argparse.ArgumentTypeError(f"must be a step index (0, 1, 2, …), got {text!r}")
+    return int(text)
+
+
+def _session_fork_options(parser: argparse.ArgumentParser) -> None:
+    """The session fork's options; the ``--out`` both forms share is added here too."""
+    parser.add_argument(
+        "--out",
+        help="the child cassette (required for the session fork; demo fork default: <trace>-fork.json)",
+    )
+    parser.add_argument(
+        "--at",
+        type=_step_index,
+        metavar="N",
+        help="session fork: the tool_result step whose result to replace",
+    )
+    parser.add_argument(
+        "--set",
+        dest="fork_set",
+        metavar="JSON|@FILE",
+        help="session fork: the replacement tool result, as JSON or @file.json",
+    )
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--live", action="store_true", help="session fork: after the fork point, call the real model"
+    )
+    how.add_argument(
+        "--script",
+        metavar="R",
+        help="session fork: after the fork point, answer model calls with the replies in this JSON file",
+    )
+    parser.add_argument(
+        "--match",
+        choices=("strict", "sequence"),
+        help="session fork: compare the requests before the fork point (strict, the default) or not",
+    )
 
 
 def _add_import(sub: argparse._SubParsersAction[Any]) -> None:
@@ -222,6 +290,119 @@ def _copied_steps(count: int) -> str:
     if count == 1:
         return "step 0 is copied"
     return f"steps 0–{count - 1} are copied"
+
+
+# --- fork (session form) ----------------------------------------------------------------------
+
+#: The demo form's options and defaults; the session form refuses them.
+_DEMO_DEFAULTS: dict[str, Any] = {
+    "trace": _DEFAULT_TRACE,
+    "mode": "tool-result",
+    "fork_index": 4,
+    "mutation_step": 3,
+    "payload_json": DEFAULT_FORK_PAYLOAD,
+    "prompt": None,
+}
+_SESSION_FLAGS = {
+    "at": "--at",
+    "fork_set": "--set",
+    "live": "--live",
+    "script": "--script",
+    "match": "--match",
+}
+_SESSION_USAGE = "blackbox fork <cassette> --at N --set JSON --out F (--live | --script R) -- <command>"
+
+
+def _fork(args: argparse.Namespace) -> int:
+    """A cassette makes it the session fork; without one it is the demo fork."""
+    if args.cassette is not None:
+        return run_session_fork(args)
+    given = [flag for dest, flag in _SESSION_FLAGS.items() if getattr(args, dest) not in (None, False)]
+    if given or args.child:
+        what = given[0] if given else "a command"
+        raise BlackboxUsageError(
+            f"{what} belongs to the session fork, which needs the cassette: {_SESSION_USAGE}"
+        )
+    return run_demo_fork(args)
+
+
+def _fork_command(args: argparse.Namespace) -> list[str]:
+    """The command after ``--``; the options between the cassette and ``--`` are parsed here.
+
+    argparse hands everything after the positional cassette to the command, options included.
+    """
+    rest = list(args.child)
+    split = rest.index("--") if "--" in rest else len(rest)
+    if split:
+        options = argparse.ArgumentParser(prog="blackbox fork", add_help=False)
+        _session_fork_options(options)
+        _, unknown = options.parse_known_args(rest[:split], namespace=args)
+        if unknown:
+            raise BlackboxUsageError("put -- between the options and the command, e.g. -- python agent.py")
+    command = rest[split + 1 :]
+    if not command:
+        raise BlackboxUsageError(f"a command is needed after --, e.g. {_SESSION_USAGE}")
+    return command
+
+
+def _refuse_demo_options(args: argparse.Namespace) -> None:
+    for dest, default in _DEMO_DEFAULTS.items():
+        if getattr(args, dest) != default:
+            raise BlackboxUsageError(
+                f"--{dest.replace('_', '-')} belongs to the demo fork (blackbox fork without a cassette); "
+                "the session fork replaces the result at step --at with --set"
+            )
+    if args.live and args.script is not None:
+        raise BlackboxUsageError("--live and --script exclude each other; continue the fork one way")
+
+
+def _fork_settings(fork: SessionFork, options: SessionOptions) -> dict[str, str]:
+    """The child's ``BLACKBOX_*`` variables: absolute paths, the replacement as compact JSON."""
+    assert options.cassette is not None and options.out is not None and options.continue_with is not None
+    settings = {
+        "BLACKBOX_MODE": "fork",
+        "BLACKBOX_CASSETTE": os.path.abspath(options.cassette),
+        "BLACKBOX_OUT": os.path.abspath(options.out),
+        "BLACKBOX_TRACE_ID": fork.child_id,
+        "BLACKBOX_FORK_AT": str(fork.at),
+        "BLACKBOX_FORK_SET": json.dumps(fork.replacement, ensure_ascii=False, separators=(",", ":")),
+        "BLACKBOX_CONTINUE": options.continue_with,
+        "BLACKBOX_MATCH": options.match,
+    }
+    if fork.scripted and options.script is not None:
+        settings["BLACKBOX_SCRIPT"] = os.path.abspath(options.script)
+    return settings
+
+
+def run_session_fork(args: argparse.Namespace) -> int:
+    """``blackbox fork <cassette> --at N … -- <command>``: every check first, then the command runs."""
+    command = _fork_command(args)
+    _refuse_demo_options(args)
+    continue_with = "live" if args.live else "script" if args.script is not None else None
+    options = resolve_options(
+        mode="fork",
+        cassette=args.cassette,
+        out=args.out,
+        fork_at=args.at,
+        fork_set=read_fork_set(args.fork_set) if args.fork_set is not None else _UNSET,
+        continue_with=continue_with,
+        script=args.script,
+        match=args.match,
+        env={},
+    )
+    fork = SessionFork.prepare(options)
+    env = child_env(_fork_settings(fork, options), offline=fork.scripted)
+    code, report = run_child(command, env)
+    if report is not None and report.get("ok", False):
+        copied = f"{_copied_steps(fork.at)} from {args.cassette}, step {fork.at} is your new result"
+        line = (
+            f"{_MARK} fork  wrote {args.out} ({report.get('steps')} steps, {report.get('status')}); {copied}"
+        )
+        exit_code = code
+    else:
+        line, exit_code = outcome_line("fork", report, code, str(args.out))
+    print(line, file=sys.stderr)
+    return exit_code
 
 
 # --- check ------------------------------------------------------------------------------------

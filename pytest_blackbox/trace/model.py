@@ -7,12 +7,12 @@ byte (payload key order is whatever the producer wrote), and the hash is defined
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypedDict, Union
+from typing import Any, Final, Literal, TypedDict
 
 #: The only trace format version this package reads or writes.
 CURRENT_TRACE_VERSION: Final = 2
 
-JsonValue = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
+JsonValue = None | bool | int | float | str | list[Any] | dict[str, Any]
 
 StepType = Literal["model_input", "model_output", "tool_call", "tool_result", "metadata"]
 STEP_TYPES: Final[tuple[StepType, ...]] = (

@@ -39,7 +39,17 @@ API_KEY_MARKER = "<api-key-value>"
 #: The original's user-data keys, plus the structured-output schemas of ``params`` (a schema with a
 #: property named ``usage`` is the user's data, like a tool's ``inputSchema``).
 USER_DATA_KEYS = frozenset(
-    {"toolInput", "result", "error", "inputSchema", "text", "content", "systemPrompt", "responseFormat", "outputConfig"}
+    {
+        "toolInput",
+        "result",
+        "error",
+        "inputSchema",
+        "text",
+        "content",
+        "systemPrompt",
+        "responseFormat",
+        "outputConfig",
+    }
 )
 
 FORBIDDEN_KEYS = frozenset(

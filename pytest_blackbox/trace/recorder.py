@@ -74,7 +74,7 @@ class TraceRecorder:
         return copied
 
     def trace(self) -> Trace:
-        """The trace as the original writes it: ``version, id, createdAt, steps[, parentId, forkedFromStepId]``."""
+        """The trace as the original writes it: ``version, id, createdAt, steps[, parentId, …]``."""
         trace: Trace = {
             "version": CURRENT_TRACE_VERSION,
             "id": self.trace_id,

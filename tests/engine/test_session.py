@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import traceback
@@ -46,7 +45,9 @@ def test_finish_takes_a_result_or_an_error_not_both(tmp_path: Path) -> None:
 
 def test_finish_takes_the_final_answer_as_a_string(tmp_path: Path) -> None:
     session = blackbox(mode="record", out=tmp_path / "x.json")
-    with pytest.raises(BlackboxUsageError, match=r"^finish\(result=…\) takes the final answer as a string, not dict"):
+    with pytest.raises(
+        BlackboxUsageError, match=r"^finish\(result=…\) takes the final answer as a string, not dict"
+    ):
         session.finish(result={"answer": 42})
     report = session.finish(result='{"answer": 42}')
     assert (report.status, (tmp_path / "x.json").exists()) == ("success", True)
