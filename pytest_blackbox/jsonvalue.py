@@ -68,12 +68,23 @@ def _int(value: int, where: str) -> int | float:
     return int(value) if abs(value) <= _SAFE else float(value)
 
 
+def _dataclass(value: Any, where: str) -> dict[str, Any]:
+    """Field by field, not ``dataclasses.asdict``: that deep-copies every field first, so a field that
+    cannot be copied (a lock, a client) would fail with a ``TypeError`` instead of a refusal. A refused
+    field is named by its path (``RunContext.model in …``), since its own type may say little."""
+    name = type(value).__name__
+    return {
+        field.name: to_json_value(getattr(value, field.name), f"{name}.{field.name} in {where}")
+        for field in dataclasses.fields(value)
+    }
+
+
 def _convert_known(value: Any, where: str) -> Any:
     """Objects that have one obvious JSON form."""
     if hasattr(value, "model_dump") and callable(value.model_dump):
         return to_json_value(value.model_dump(mode="json"), where)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_json_value(dataclasses.asdict(value), where)
+        return _dataclass(value, where)
     if isinstance(value, enum.Enum):
         return to_json_value(value.value, where)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):

@@ -1,18 +1,22 @@
 """The end-of-run summary: its own object, so xdist workers can send theirs to the controller.
 
 ``blackbox: N replayed, N recorded, N diverged, N unsupported, N not written (test failed),
-N unused cassettes`` (one line).
+N unused cassettes`` (one line), then ``, N missing``, ``, N invalid`` and ``, N refused`` for the
+tests failed before or outside their agent's run, each only when not zero: the fixed part keeps the
+shape users and scripts know, and a run whose tests all failed that way still counts something.
 
-"Unused" cassettes are ``.json`` files in the cassette folders of the collected test modules that no
-collected test would use: usually a renamed or deleted test. Tests left out with ``-k``, ``-m``,
+"Unused" cassettes are Blackbox cassettes in the cassette folders of the collected test modules that
+no collected test would use: usually a renamed or deleted test. Tests left out with ``-k``, ``-m``,
 ``--deselect`` or ``--lf`` still claim their cassettes, and a module run by node id (``file::test``)
-is not searched at all, so a partial run reports nothing it did not look at. They are listed with
-``-v``; they do not fail the run.
+is not searched at all, so a partial run reports nothing it did not look at. Other ``.json`` files
+there (another tool's cassettes, fixtures) are not cassettes and never reported. Unused cassettes
+are listed with ``-v``; they do not fail the run.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,8 +35,29 @@ COUNTED = (
     ("unsupported", "unsupported"),
     ("not_written", "not written (test failed)"),
 )
+#: Appended only when not zero: no cassette in record mode none, a cassette that failed verification
+#: or could not be loaded, and a refusal to reach the network (recording in CI, a non-model request).
+COUNTED_IF_ANY = (
+    ("missing", "missing"),
+    ("invalid", "invalid"),
+    ("refused", "refused"),
+)
 #: Outcomes that fail the run even when pytest counted the test as passing (an xfail, say).
 FAILING = ("diverged", "unsupported", "invalid")
+#: How much of a ``.json`` file is read to tell a cassette from another tool's file. Blackbox writes
+#: ``version``, ``id``, ``createdAt`` and ``steps`` first, so a cassette shows them at its start.
+_HEAD_BYTES = 4096
+_CASSETTE_HEAD = re.compile(r'\A\s*\{\s*"version"\s*:\s*2\s*,.*?"steps"\s*:\s*\[', re.DOTALL)
+
+
+def _looks_like_cassette(path: Path) -> bool:
+    """Whether a file starts like a Blackbox v2 cassette, read from its first few KiB only."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    return _CASSETTE_HEAD.match(head.decode("utf-8", errors="replace")) is not None
 
 
 def _narrowed_modules(config: pytest.Config) -> set[Path]:
@@ -74,7 +99,7 @@ class Summary:
 
     def unused(self) -> list[str]:
         files = {str(p) for folder in self.folders for p in Path(folder).glob("*.json") if p.is_file()}
-        return sorted(files - self.claimed - self.used)
+        return sorted(path for path in files - self.claimed - self.used if _looks_like_cassette(Path(path)))
 
     def failed(self) -> bool:
         """Whether a cassette diverged, was refused or failed verification in this run."""
@@ -106,6 +131,7 @@ class Summary:
     def line(self, unused: int) -> str:
         parts = [f"{self.counts.get(key, 0)} {label}" for key, label in COUNTED]
         parts.append(f"{unused} unused cassettes")
+        parts += [f"{self.counts[key]} {label}" for key, label in COUNTED_IF_ANY if self.counts.get(key, 0)]
         return "blackbox: " + ", ".join(parts)
 
     def write(self, terminal: Any, *, verbose: bool) -> None:

@@ -7,6 +7,10 @@ A recording is never written straight to the cassette: the session writes a hidd
 next to it, and only a test that passed moves it into place (an atomic rename). So a failing test
 never writes or replaces a cassette, even when it called ``finish()`` itself, and a ``new_episodes``
 run replays from a private copy of the cassette for the same reason.
+
+Under ``blackbox fork <cassette> … -- pytest …`` the launcher's ``BLACKBOX_*`` variables select the
+test whose cassette is the forked one: that test runs as the fork (its child goes through a pending
+file to ``--out`` the same way) and reports to the launcher; every other test runs as usual.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -25,14 +29,17 @@ from .errors import (
     BlackboxError,
     BlackboxUnsupportedError,
     CassetteError,
+    OfflineRequestError,
     ReplayDivergenceError,
 )
 from .options import SessionOptions
-from .session import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS, Session
+from .session import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS, Session, write_report
+from .sessionfork import SessionFork, fork_options_for
 from .settings import Settings, rerecord_command
 from .trace.verify import ACTIONS, VerifyReport, render_row, verify_trace
 
-#: How a test's cassette run ended; the summary counts some of these (see ``reporting.COUNTED``).
+#: How a test's cassette run ended; the summary counts some of these (``reporting.COUNTED`` and
+#: ``reporting.COUNTED_IF_ANY``).
 Outcome = Literal[
     "replayed",
     "recorded",
@@ -76,6 +83,9 @@ class TestRun:
     outcome: Outcome | None = None
     pending: Path | None = None
     reported: bool = False
+    #: Set when ``blackbox fork`` forks this test's cassette: where the child cassette goes.
+    fork_out: Path | None = None
+    forking: bool = False
     _env_patched: list[str] = field(default_factory=list)
 
     @property
@@ -93,7 +103,17 @@ class TestRun:
     # -- set-up ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Decide record or replay and start the session; problems fail the test when it runs."""
+        """Decide record, replay or fork and start the session; problems fail the test when it runs."""
+        try:
+            fork = fork_options_for(self.cassette, os.environ)
+        except BlackboxError as exc:
+            self.forking = True
+            self._refuse("invalid", self.failure_text(exc))
+            self._report_fork_failure(exc)
+            return
+        if fork is not None:
+            self._start_fork(fork)
+            return
         mode = self._session_mode()
         if mode is None or (mode == "replay" and not self._verified()):
             return
@@ -104,6 +124,31 @@ class TestRun:
         except BlackboxError as exc:
             self._drop_pending()
             self._refuse("invalid", self.failure_text(exc))
+
+    def _start_fork(self, options: SessionOptions) -> None:
+        """Fork this test's cassette: every fork check first, then a session writing a pending file."""
+        self.forking = True
+        try:
+            fork = SessionFork.prepare(options)
+            assert options.out is not None
+            self.fork_out = options.out
+            self.pending = options.out.with_name(f".{options.out.name}.{os.getpid()}.pending")
+            if fork.scripted:
+                self._set_placeholder_keys()
+            pending = replace(options, out=self.pending, trace_id=fork.child_id)
+            self.session = Session(pending, exit_net=False).start()
+        except BlackboxError as exc:
+            self._drop_pending()
+            self._refuse("invalid", self.failure_text(exc))
+            self._report_fork_failure(exc)
+
+    def _report_fork_failure(self, error: BaseException | str) -> None:
+        """The ``blackbox fork`` launcher reads a report: a fork ending in a failed test writes one too."""
+        path = os.environ.get("BLACKBOX_REPORT")
+        if not self.forking or not path:
+            return
+        kind = type(error).__name__ if isinstance(error, BaseException) else "TestFailed"
+        write_report(Path(path), {"ok": False, "mode": "fork", "error": str(error), "errorType": kind})
 
     def _options(self, mode: Literal["record", "replay"]) -> SessionOptions:
         """Recordings go to the pending file; ``new_episodes`` replays, and may rewrite, a copy of it."""
@@ -214,6 +259,8 @@ class TestRun:
             self.outcome = _error_outcome(session.error, session.mode == "record")
         else:
             self.outcome = "not_written" if session.mode == "record" else "failed"
+        why = "was skipped" if self.outcome == "skipped" else "failed"
+        self._report_fork_failure(session.error or f"the test {why}, so the fork was not written")
 
     def after_call(self) -> None:
         """The test body passed: finish the session; a divergence or refusal fails the test here."""
@@ -228,6 +275,7 @@ class TestRun:
         self._drop_pending()
         self.outcome = _error_outcome(error, session.mode == "record")
         self.reported = True
+        self._report_fork_failure(error)
         pytest.fail(self.failure_text(error), pytrace=False)
 
     @staticmethod
@@ -254,9 +302,10 @@ class TestRun:
             self._drop_pending()
             return None
         try:
-            os.replace(pending, self.cassette)
+            os.replace(pending, self.fork_out or self.cassette)
         except OSError as exc:
-            return CassetteError(f"could not write {self.shown_path()}: {exc.strerror or type(exc).__name__}")
+            reason = exc.strerror or type(exc).__name__
+            return CassetteError(f"could not write {self.shown_path(self.fork_out)}: {reason}")
         self.pending = None
         return None
 
@@ -322,6 +371,8 @@ def _error_outcome(error: BaseException, recording: bool) -> Outcome:
         return "diverged"
     if isinstance(error, BlackboxUnsupportedError):
         return "unsupported"
+    if isinstance(error, OfflineRequestError):
+        return "refused"
     if recording:
         return "not_written"
     if isinstance(error, CassetteError):

@@ -5,9 +5,10 @@ prompt, the rest neutral messages (consecutive ``tool`` messages grouped into on
 results), function tools neutral tool definitions, and the behaviour controls ``params``. A response
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
-Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, strict
-tools, logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming
-the field, never recorded or replayed altered.
+Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names,
+logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming the
+field, never recorded or replayed altered. Strict function tools are recorded in ``params.toolStrict``
+rather than refused: agent frameworks send them by default.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ __all__ = [
 
 NAME: Final = "openai_chat"
 
-#: Wire field → neutral ``params`` key, in the order the params object is written.
+#: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
+#: ``strict`` flags are lifted to the top level before picking.
 _PARAMS: Final = (
     ("max_tokens", "maxTokens"),
     ("max_completion_tokens", "maxTokens"),
@@ -69,6 +71,7 @@ _PARAMS: Final = (
     ("verbosity", "verbosity"),
     ("prediction", "prediction"),
     ("modalities", "modalities"),
+    ("tools.strict", "toolStrict"),
 )
 _INSTRUCTION_ROLES: Final = ("system", "developer")
 _LEGACY_ADVICE: Final = "use tools and tool_choice instead of the legacy functions API"
@@ -93,13 +96,26 @@ def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
     while start < len(raw_messages) and _role(raw_messages[start], start) in _INSTRUCTION_ROLES:
         instructions.append(_content_text(raw_messages[start].get("content"), f"messages[{start}].content"))
         start += 1
+    messages = _messages(raw_messages, start, ids)
+    tools = list_field(request, "tools")
+    definitions = [_tool(raw, index) for index, raw in enumerate(tools)]
     return model_input(
-        _messages(raw_messages, start, ids),
-        [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))],
+        messages,
+        definitions,
         system_prompt="\n\n".join(instructions) if instructions else None,
         model=request.get("model"),
-        params=pick_params(request, _PARAMS),
+        params=pick_params({**request, "tools.strict": _strict_tools(tools)}, _PARAMS),
     )
+
+
+def _strict_tools(tools: list[Any]) -> dict[str, bool] | None:
+    """``{name: True}`` for the tools sent with ``strict: true`` (checked by ``_tool``), else ``None``.
+
+    Unlike the Responses API, Chat Completions tools are not strict unless told, so ``strict: false``
+    records like leaving it out, and cassettes recorded without strict tools keep replaying.
+    """
+    strict = {tool["function"]["name"]: True for tool in tools if tool["function"].get("strict") is True}
+    return strict or None
 
 
 def _check_request(request: dict[str, Any]) -> None:
@@ -236,12 +252,8 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
     if tool.get("type") != "function" or not isinstance(function, dict):
         unsupported(f"{label(tool.get('type'))} tools", _FUNCTION_TOOLS_ADVICE, at)
     strict = function.get("strict")
-    if strict is not None and strict is not False:
-        unsupported(
-            "strict: true on a function tool",
-            f"leave strict out or set it to false; {_NOT_RECORDED}",
-            f"{at}.function.strict",
-        )
+    if strict is not None and not isinstance(strict, bool):
+        malformed(f"{at}.function.strict", "true, false or null")
     name = require_str(function.get("name"), f"{at}.function.name")
     return tool_definition(name, function.get("description"), function.get("parameters"))
 

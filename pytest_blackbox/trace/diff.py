@@ -217,7 +217,23 @@ def _salient(parent: TraceStep, child: TraceStep) -> tuple[str | None, Any, Any]
     return None, before, after
 
 
+def _equal_payload_line(parent: TraceStep, child: TraceStep, secrets: list[str]) -> str:
+    """Why two steps with equal payloads still differ, so the report never lists an empty change."""
+    if parent.get("type") != child.get("type"):
+        why = "the step types differ"
+    elif first_difference(parent.get("timestamp"), child.get("timestamp")) is not None:
+        why = (
+            f"the timestamps differ (parent {render_value(parent.get('timestamp'), secrets)}, "
+            f"child {render_value(child.get('timestamp'), secrets)})"
+        )
+    else:
+        why = "only the stored hashes differ (run blackbox verify on both cassettes)"
+    return f"  changed fields: none — the payloads are equal; {why}"
+
+
 def _changed_value_lines(parent: TraceStep, child: TraceStep, secrets: list[str]) -> list[str]:
+    if first_difference(parent.get("payload"), child.get("payload")) is None:
+        return [_equal_payload_line(parent, child, secrets)]
     name, before, after = _salient(parent, child)
     if fits(before, CHANGED_VALUE_LIMIT, secrets) and fits(after, CHANGED_VALUE_LIMIT, secrets):
         return [

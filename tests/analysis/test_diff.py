@@ -250,3 +250,39 @@ def test_unchanged_salient_field_shows_the_whole_payload() -> None:
         '    parent: {"toolCallId":"call-0","toolName":"flights","toolInput":{"destination":"Tokyo"}}',
         '    child:  {"toolCallId":"call-0","toolName":"hotels","toolInput":{"destination":"Tokyo"}}',
     ]
+
+
+def test_steps_differing_only_in_timestamps_say_so_instead_of_an_empty_change_list() -> None:
+    parent = read_trace("fixtures/traces/success-tool-use.v2.json")
+    child = copy.deepcopy(parent)
+    child["id"] = "rerun"
+    for step in child["steps"]:
+        step["timestamp"] = 1_700_000_000_000 + step["index"]
+    child = rechain(child)
+    assert render_diff(diff_traces(parent, child), diff_outcome(parent, child)).splitlines()[5:] == [
+        "Summary:        model_input differs at index 0",
+        "First divergence at index 0",
+        "  parent  model input     0e91489d  Model called with 1 message(s)",
+        "  child   model input     2358d824  Model called with 1 message(s)",
+        "  changed fields: none — the payloads are equal; "
+        "the timestamps differ (parent 0, child 1700000000000)",
+        "",
+        "Outcome:        no behavioral change: the divergence did not alter the run outcome",
+        "  parent tools:  search → calendar → booking",
+        "  child tools:   search → calendar → booking",
+    ]
+
+
+def test_steps_with_equal_payloads_name_the_type_or_the_hash_as_the_difference() -> None:
+    parent = read_trace("fixtures/traces/success-final-answer.v2.json")
+    retyped = copy.deepcopy(parent)
+    retyped["steps"][1]["type"] = "tool_result"
+    lines = render_diff(diff_traces(parent, rechain(retyped))).splitlines()
+    assert lines[-1] == "  changed fields: none — the payloads are equal; the step types differ"
+    tampered = copy.deepcopy(parent)
+    tampered["steps"][1]["hash"] = "0" * 64
+    lines = render_diff(diff_traces(parent, tampered)).splitlines()
+    assert lines[-1] == (
+        "  changed fields: none — the payloads are equal; "
+        "only the stored hashes differ (run blackbox verify on both cassettes)"
+    )

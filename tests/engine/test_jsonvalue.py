@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import threading
 import uuid
 from pathlib import PurePosixPath
 from typing import Any
@@ -39,6 +40,14 @@ class Reading:
 class Forecast(pydantic.BaseModel):
     city: str
     temps: tuple[float, ...]
+
+
+@dataclasses.dataclass
+class Context:
+    """Like pydantic-ai's RunContext: a dataclass holding something that cannot be deep-copied."""
+
+    deps: Reading
+    lock: Any = dataclasses.field(default_factory=threading.RLock)
 
 
 Point = collections.namedtuple("Point", "x y")
@@ -90,3 +99,28 @@ def test_values_json_cannot_keep_are_refused(value: Any, message: str) -> None:
     assert str(caught.value).endswith(
         "; convert it to JSON data (dict, list, str, int, float, bool, None) first"
     )
+
+
+def test_a_dataclass_field_json_cannot_keep_is_refused_by_its_path_without_copying() -> None:
+    """``dataclasses.asdict`` would deep-copy the lock first and fail with a raw ``TypeError``."""
+    value = Context(Reading(21.0, dt.date(2026, 1, 2)))
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        to_json_value([value], "the arguments of tool t")
+    assert str(caught.value) == (
+        "a RLock in Context.lock in the arguments of tool t is not supported: "
+        "it would not come back from the cassette as the same value; "
+        "convert it to JSON data (dict, list, str, int, float, bool, None) first"
+    )
+
+
+def test_nested_dataclasses_convert_field_by_field_in_field_order() -> None:
+    @dataclasses.dataclass
+    class Trip:
+        to: str
+        readings: list[Reading]
+        unit: Unit
+
+    trip = Trip("Rome", [Reading(24.5, dt.date(2026, 1, 2))], Unit.CELSIUS)
+    converted = to_json_value(trip)
+    assert converted == {"to": "Rome", "readings": [{"temp": 24.5, "at": "2026-01-02"}], "unit": "C"}
+    assert list(converted) == ["to", "readings", "unit"]

@@ -226,7 +226,9 @@ class Agent:
             "tools": tools,
             **self.extra,
         }
-        if self.stream:
+        if self.stream and self.is_async and self._openai_major() < 3:
+            response = await self._assembled(client, request)
+        elif self.stream:
             response = await self._streamed(client.chat.completions.stream(**request), "get_final_completion")
         else:
             response = await settle(client.chat.completions.create(**request))
@@ -234,6 +236,20 @@ class Agent:
         messages.append(message.model_dump(exclude_none=True))
         calls = [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]
         return calls, message.content or ""
+
+    def _openai_major(self) -> int:
+        return int(str(self.module.__version__).split(".", 1)[0])
+
+    async def _assembled(self, client: Any, request: dict[str, Any]) -> Any:
+        """The chunks of ``create(stream=True)``, assembled by the SDK's own stream accumulator.
+
+        openai < 3's async ``chat.completions.stream()`` refuses non-strict tools before sending, so
+        the same streamed request is made without the helper there.
+        """
+        state = importlib.import_module("openai.lib.streaming.chat").ChatCompletionStreamState()
+        async for chunk in await client.chat.completions.create(**request, stream=True):
+            state.handle_chunk(chunk)
+        return state.get_final_completion()
 
     async def _streamed(self, manager: Any, final: str) -> Any:
         """The SDK stream helper's assembled answer (``async with`` for the async client)."""

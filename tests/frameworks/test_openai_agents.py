@@ -65,10 +65,6 @@ SCHEMA = {
     "title": "get_weather_args",
     "type": "object",
 }
-STRICT_CHAT_TOOLS = (
-    "providers/openai_chat.py refuses `strict: true` on a function tool (the neutral tool definition has no "
-    "field for it), and function_tool() makes strict tools by default (strict_mode=True)"
-)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -106,11 +102,8 @@ class Flavor:
 
 
 FLAVORS = [
-    pytest.param(
-        Flavor("chat"),
-        id="chat",
-        marks=pytest.mark.xfail(strict=True, raises=openai.BadRequestError, reason=STRICT_CHAT_TOOLS),
-    ),
+    pytest.param(Flavor("chat"), id="chat"),
+    pytest.param(Flavor("chat", streamed=True), id="chat-streamed"),
     pytest.param(Flavor("chat", strict=False), id="chat-nonstrict"),
     pytest.param(Flavor("chat", strict=False, streamed=True), id="chat-nonstrict-streamed"),
     pytest.param(Flavor("responses"), id="responses"),
@@ -174,6 +167,7 @@ def test_the_recording_holds_the_whole_run(recorded: Recording, flavor: Flavor) 
     first = payload(recorded.path, 0)
     assert (first["systemPrompt"], first["messages"]) == (INSTRUCTIONS, [{"role": "user", "content": PROMPT}])
     assert first["tools"] == [flavor.tool_definition()]
+    assert first.get("params", {}).get("toolStrict") == ({"get_weather": True} if flavor.strict else None)
     assert payload(recorded.path, 1) == {"type": "tool_calls", "calls": [CALL_REF]}
     assert tool_results(recorded.path) == [("get_weather", WEATHER)]
     assert payload(recorded.path, 5) == {"type": "final_answer", "text": FINAL}

@@ -94,10 +94,21 @@ def summary(
     unsupported: int = 0,
     not_written: int = 0,
     unused: int = 0,
+    *,
+    missing: int = 0,
+    invalid: int = 0,
+    refused: int = 0,
 ) -> str:
+    """The summary line; the last three counts are shown only when not zero."""
+    extra = [
+        f", {n} {label}"
+        for n, label in ((missing, "missing"), (invalid, "invalid"), (refused, "refused"))
+        if n
+    ]
     return (
         f"blackbox: {replayed} replayed, {recorded} recorded, {diverged} diverged, "
         f"{unsupported} unsupported, {not_written} not written (test failed), {unused} unused cassettes"
+        + "".join(extra)
     )
 
 

@@ -172,7 +172,7 @@ def test_a_hand_edited_cassette_fails_with_the_verify_report(suite: Suite) -> No
                 "regenerate a valid chain.",
                 "cassette: cassettes/test_weather/test_weather.json",
                 "re-record: pytest test_weather.py::test_weather --record-mode=all",
-                summary(),
+                summary(invalid=1),
             ]
         ],
         consecutive=True,

@@ -81,3 +81,71 @@ def test_a_diverged_cassette_fails_the_run_even_in_an_xfail_test(suite: Suite) -
     diverged.assert_outcomes(xfailed=1)
     diverged.stdout.fnmatch_lines([exact(summary(diverged=1))])
     assert diverged.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_json_files_that_are_not_blackbox_cassettes_are_never_unused(sync_suite: Suite) -> None:
+    _recorded_pair(sync_suite)
+    folder = sync_suite.pytester.path / "cassettes" / "test_pair"
+    old = folder / "test_old.json"
+    (folder / "test_vcr.json").write_text('{"interactions": [], "version": 1}\n', encoding="utf-8")
+    (folder / "fixture.json").write_text('{"version": 2, "items": [], "steps": 3}', encoding="utf-8")
+    (folder / "late_version.json").write_text('{"steps": [], "version": 2}', encoding="utf-8")
+    compact = old.read_text(encoding="utf-8").replace("\n", "").replace("  ", "")
+    (folder / "compact.json").write_text(compact, encoding="utf-8")
+    sync_suite.pytester.makepyfile(test_pair="import pytest\n" + RENAMED)
+    result = sync_suite.run("-v", "--record-mode=once")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            exact(summary(replayed=1, recorded=1, unused=2)),
+            exact("  unused: cassettes/test_pair/compact.json"),
+            exact("  unused: cassettes/test_pair/test_old.json"),
+        ],
+        consecutive=True,
+    )
+
+
+FAILED_OUTSIDE_THE_AGENT = """
+import os
+
+import httpx
+import pytest
+
+
+@pytest.mark.blackbox(record_mode="none")
+def test_missing(blackbox):
+    blackbox.finish(result="never")
+
+
+@pytest.mark.blackbox
+def test_fetch(blackbox):
+    if os.environ.get("FETCH"):
+        httpx.get("http://127.0.0.1:9/status")
+    blackbox.finish(result="fetched")
+"""
+
+
+def test_missing_invalid_and_refused_are_counted_after_the_fixed_part_only_when_not_zero(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch
+) -> None:
+    bare_dir.makepyfile(test_counts=FAILED_OUTSIDE_THE_AGENT)
+    first = bare_dir.runpytest(*QUIET, "-k", "test_fetch", "--record-mode=once")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines([exact(summary(recorded=1))])
+
+    clean_env.setenv("FETCH", "1")  # a replay refuses a request that is not a model call
+    offline = bare_dir.runpytest(*QUIET)
+    offline.assert_outcomes(failed=2)
+    offline.stdout.fnmatch_lines([exact(summary(missing=1, refused=1))])
+
+    clean_env.setenv("CI", "true")  # recording in CI is refused
+    in_ci = bare_dir.runpytest(*QUIET, "--record-mode=all")
+    in_ci.assert_outcomes(failed=2)
+    in_ci.stdout.fnmatch_lines([exact(summary(refused=2))])
+
+    clean_env.delenv("CI")
+    cassette = bare_dir.path / "cassettes" / "test_counts" / "test_fetch.json"
+    cassette.write_text(cassette.read_text(encoding="utf-8").replace("fetched", "edited"), encoding="utf-8")
+    edited = bare_dir.runpytest(*QUIET)
+    edited.assert_outcomes(failed=2)
+    edited.stdout.fnmatch_lines([exact(summary(missing=1, invalid=1))])

@@ -227,6 +227,41 @@ def test_tools_map_to_neutral_definitions() -> None:
     ]
 
 
+def test_strict_tools_are_recorded_as_tool_strict_after_the_other_params() -> None:
+    tools = [
+        {"type": "function", "function": {"name": "a", "parameters": {"type": "object"}, "strict": True}},
+        {"type": "function", "function": {"name": "b", "strict": False}},
+        {"type": "function", "function": {"name": "c", "strict": None}},
+        {"type": "function", "function": {"name": "d", "strict": True}},
+    ]
+    payload = openai_chat.normalize_request(request(tools=tools, temperature=0), CallIds())
+    assert list(payload["params"].items()) == [("temperature", 0), ("toolStrict", {"a": True, "d": True})]
+    assert payload["tools"] == [
+        {"name": "a", "description": "", "inputSchema": {"type": "object"}},
+        {"name": "b", "description": ""},
+        {"name": "c", "description": ""},
+        {"name": "d", "description": ""},
+    ]
+
+
+def function_tool(**strict: bool) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, **strict}}
+
+
+def test_strict_false_records_like_leaving_it_out() -> None:
+    plain = openai_chat.normalize_request(request(tools=[function_tool()]), CallIds())
+    relaxed = openai_chat.normalize_request(request(tools=[function_tool(strict=False)]), CallIds())
+    assert relaxed == plain
+    assert "params" not in plain
+
+
+def test_making_a_tool_strict_changes_the_recorded_request() -> None:
+    """``strict`` changes what the model may answer, so a strict replay must see it change."""
+    strict = openai_chat.normalize_request(request(tools=[function_tool(strict=True)]), CallIds())
+    assert strict["params"] == {"toolStrict": {"f": True}}
+    assert strict != openai_chat.normalize_request(request(tools=[function_tool()]), CallIds())
+
+
 def test_params_use_neutral_names_in_table_order_and_skip_nulls() -> None:
     body = {
         "modalities": ["text"],
@@ -396,19 +431,6 @@ REQUEST_REFUSALS = [
         id="custom-tool",
     ),
     pytest.param(
-        {
-            "tools": [
-                {
-                    "type": "function",
-                    "function": {"name": "f", "parameters": {"type": "object"}, "strict": True},
-                }
-            ]
-        },
-        "strict: true on a function tool is not supported yet",
-        "(tools[0].function.strict)",
-        id="strict-tool",
-    ),
-    pytest.param(
         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
         '"image_url" content is not supported yet; only text content can be recorded in this version',
         "(messages[0].content[0])",
@@ -463,6 +485,10 @@ def test_request_refusals_name_the_field(fields: dict[str, Any], what: str, fiel
             "messages[0].tool_calls[0].id must be a string",
         ),
         ({"tools": [{"type": "function", "function": {}}]}, "tools[0].function.name must be a string"),
+        (
+            {"tools": [{"type": "function", "function": {"name": "f", "strict": 1}}]},
+            "tools[0].function.strict must be true, false or null",
+        ),
     ],
 )
 def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: str) -> None:
