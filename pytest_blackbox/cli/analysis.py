@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import sys
-import textwrap
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +28,7 @@ from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
 from ..trace.verify import render_verify_report, verify_trace
+from .common import add_command
 
 #: Environment variables whose values are always treated as secrets to find and never to print.
 DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
@@ -45,20 +45,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     _add_assert(sub)
 
 
-def _parser(
-    sub: argparse._SubParsersAction[Any], name: str, summary: str, description: str, examples: Sequence[str]
-) -> argparse.ArgumentParser:
-    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name,
-        help=summary,
-        description=textwrap.fill(description, 78),
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    return parser
-
-
 def _add_key_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key-env",
@@ -71,7 +57,7 @@ def _add_key_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_verify(sub: argparse._SubParsersAction[Any]) -> None:
-    parser = _parser(
+    parser = add_command(
         sub,
         "verify",
         "check cassettes: schema, hash chain, provider neutrality, replayability",
@@ -86,7 +72,7 @@ def _add_verify(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_diff(sub: argparse._SubParsersAction[Any]) -> None:
-    parser = _parser(
+    parser = add_command(
         sub,
         "diff",
         "find the first step where two cassettes diverge",
@@ -108,7 +94,7 @@ def _add_diff(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_inspect(sub: argparse._SubParsersAction[Any]) -> None:
-    parser = _parser(
+    parser = add_command(
         sub,
         "inspect",
         "show a cassette's metadata and step timeline",
@@ -123,7 +109,7 @@ def _add_inspect(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_list(sub: argparse._SubParsersAction[Any]) -> None:
-    parser = _parser(
+    parser = add_command(
         sub,
         "list",
         "list the cassettes in a directory",
@@ -137,7 +123,7 @@ def _add_list(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_assert(sub: argparse._SubParsersAction[Any]) -> None:
-    parser = _parser(
+    parser = add_command(
         sub,
         "assert",
         "verify a cassette and check its outcome (for CI)",

@@ -19,7 +19,6 @@ import os
 import re
 import sys
 import tempfile
-import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import contains_secret, known_secrets, truncate_masked
 from ..trace.verify import VerifyReport, verify_trace
+from .common import add_command
 from .launcher import child_env, outcome_line, run_child
 
 __all__ = ["DEFAULT_FORK_PAYLOAD", "register", "run_demo_fork", "run_session_fork"]
@@ -56,22 +56,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     _add_import(sub)
 
 
-def _parser(
-    sub: argparse._SubParsersAction[Any], name: str, summary: str, description: str, examples: Sequence[str]
-) -> argparse.ArgumentParser:
-    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name,
-        help=summary,
-        description=textwrap.fill(description, 78, break_on_hyphens=False),
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    return parser
-
-
 def _add_demo(sub: argparse._SubParsersAction[Any]) -> None:
-    demo = _parser(
+    demo = add_command(
         sub,
         "demo",
         "write the two sample cassettes of the built-in demo agent",
@@ -91,7 +77,7 @@ def _add_demo(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_check(sub: argparse._SubParsersAction[Any]) -> None:
-    check = _parser(
+    check = add_command(
         sub,
         "check",
         "self-test with no key and no network: demo → verify → fork → verify → diff",
@@ -105,7 +91,7 @@ def _add_check(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _add_fork(sub: argparse._SubParsersAction[Any]) -> None:
-    fork = _parser(
+    fork = add_command(
         sub,
         "fork",
         "fork a cassette: change one tool result and let your agent (or the demo agent) run on",
@@ -194,7 +180,7 @@ def _session_fork_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_import(sub: argparse._SubParsersAction[Any]) -> None:
-    imp = _parser(
+    imp = add_command(
         sub,
         "import",
         "convert a Claude Code or chat JSON transcript into a cassette",
