@@ -120,8 +120,8 @@ def best_of(repeat: int, batch: Callable[[], object]) -> float:
 def blackbox_replay(cassette: Path, client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
     def batch() -> None:
         for _ in range(runs):
-            session = blackbox(mode="replay", cassette=cassette)
-            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+            with blackbox(mode="replay", cassette=cassette) as session:
+                session.finish(result=agent(client, session.tools({"lookup": lookup})))
 
     return batch
 
@@ -157,8 +157,8 @@ def live(fake: FakeProvider, client: anthropic.Anthropic, runs: int, out: Path |
             if out is None:
                 agent(client, {"lookup": lookup})
                 continue
-            session = blackbox(mode="record", out=out)
-            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+            with blackbox(mode="record", out=out) as session:
+                session.finish(result=agent(client, session.tools({"lookup": lookup})))
 
     return batch
 
