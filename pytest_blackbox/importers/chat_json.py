@@ -19,6 +19,7 @@ from ..jsonvalue import to_json_value
 from ..trace.io import parse_json
 from ..trace.model import Trace
 from ..trace.recorder import TraceRecorder
+from .checked import verified
 
 __all__ = ["import_chat_json"]
 
@@ -32,6 +33,13 @@ def _fail(detail: str) -> TranscriptImportError:
 
 def import_chat_json(text_or_obj: str | Mapping[str, Any], *, trace_id: str) -> Trace:
     """Convert a chat JSON transcript (text or already-parsed object) into a trace with id ``trace_id``."""
+    try:
+        return verified(_import(text_or_obj, trace_id))
+    except RecursionError:
+        raise _fail("the transcript nests its values too deeply to import") from None
+
+
+def _import(text_or_obj: str | Mapping[str, Any], trace_id: str) -> Trace:
     doc = _document(text_or_obj)
     messages = doc.get("messages")
     if not isinstance(messages, list) or not messages:

@@ -24,6 +24,7 @@ from ..errors import BlackboxError, TranscriptImportError
 from ..trace.io import parse_json
 from ..trace.model import Trace
 from ..trace.recorder import TraceRecorder
+from .checked import verified
 
 __all__ = ["OBSERVED_TOOL_DESCRIPTION", "import_claude_code"]
 
@@ -65,10 +66,15 @@ class _HumanTurn:
 
 def import_claude_code(text: str, *, trace_id: str) -> Trace:
     """Convert Claude Code session JSONL into a trace with id ``trace_id``."""
-    lines = _kept_lines(text)
-    turns, results = _turns(lines)
-    _check_results(turns, results)
-    return _Emitter(trace_id, lines[0].timestamp, turns, results).run()
+    try:
+        lines = _kept_lines(text)
+        turns, results = _turns(lines)
+        _check_results(turns, results)
+        return verified(_Emitter(trace_id, lines[0].timestamp, turns, results).run())
+    except RecursionError:
+        raise TranscriptImportError(
+            "the transcript nests its values too deeply to import; no cassette was written"
+        ) from None
 
 
 def _kept_lines(text: str) -> list[_Line]:

@@ -124,7 +124,7 @@ def _message(raw: Any, index: int, ids: CallIds) -> dict[str, Any]:
 def _part(raw: Any, role: str, at: str, ids: CallIds) -> dict[str, Any] | None:
     block = require_object(raw, at)
     kind = block.get("type")
-    if kind in _DROPPED:
+    if isinstance(kind, str) and kind in _DROPPED:
         return None
     if kind == "text":
         return {"type": "text", "text": require_str(block.get("text"), f"{at}.text")}
@@ -233,7 +233,7 @@ def _response_content(response: dict[str, Any]) -> tuple[str, list[tuple[str, st
         at = f"content[{index}]"
         block = require_object(raw, at, "response")
         kind = block.get("type")
-        if kind in _DROPPED:
+        if isinstance(kind, str) and kind in _DROPPED:
             continue
         if kind == "tool_use":
             name = require_str(block.get("name"), f"{at}.name", "response")

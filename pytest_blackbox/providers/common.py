@@ -182,6 +182,15 @@ def json_copy(value: Any) -> Any:
     JavaScript; both keep the value storable in a cassette, whose hash is defined over JavaScript
     numbers.
     """
+    try:
+        return _json_copy(value)
+    except RecursionError:
+        raise BlackboxUnsupportedError(
+            "a provider body nested this deeply is not supported; send plain JSON of reasonable depth"
+        ) from None
+
+
+def _json_copy(value: Any) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -189,9 +198,9 @@ def json_copy(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
-        return {str(key): json_copy(item) for key, item in value.items()}
+        return {str(key): _json_copy(item) for key, item in value.items()}
     if isinstance(value, Sequence):
-        return [json_copy(item) for item in value]
+        return [_json_copy(item) for item in value]
     raise BlackboxUnsupportedError(
         f"a {type(value).__name__} in a provider body is not supported yet; bodies must be plain JSON"
     )

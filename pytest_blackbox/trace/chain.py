@@ -10,6 +10,7 @@ from typing import Any
 
 from .canonical import step_hash
 from .errors import CanonicalJSONError, HashChainError
+from .errors import where as shown_where
 from .model import STEP_TYPES
 
 __all__ = ["validate_chain"]
@@ -58,5 +59,5 @@ def _step_problem(step: Any, position: int, previous: str | None) -> str | None:
 
 
 def _error(path: str | None, position: int | None, detail: str) -> HashChainError:
-    where = f"`{path}`" if path else "the cassette"
+    where = shown_where(path)
     return HashChainError(f"{where} failed its hash-chain check: {detail}", path=path, step_index=position)

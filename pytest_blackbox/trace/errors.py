@@ -45,3 +45,12 @@ class CassetteSchemaError(CassetteError):
 
 class HashChainError(CassetteError):
     """A step's index, prevHash or hash does not match the chain."""
+
+
+def where(path: str | None) -> str:
+    """How a message names a cassette: its path in backticks, with control characters and lone
+    surrogates escaped so a strange file name can never split a one-line message."""
+    if not path:
+        return "the cassette"
+    shown = "".join(c if c.isprintable() and not "\ud800" <= c <= "\udfff" else repr(c)[1:-1] for c in path)
+    return f"`{shown}`"

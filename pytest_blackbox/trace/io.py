@@ -30,6 +30,7 @@ from .errors import (
     CassetteReadError,
     CassetteSchemaError,
     CassetteVersionError,
+    where,
 )
 from .model import CURRENT_TRACE_VERSION, Trace
 from .schema import validate_schema
@@ -43,8 +44,7 @@ _TRACE_KEYS = ("version", "id", "createdAt", "steps", "parentId", "forkedFromSte
 _STEP_KEYS = ("id", "index", "type", "timestamp", "payload", "prevHash", "hash")
 
 
-def _where(path: str | None) -> str:
-    return f"`{path}`" if path else "the cassette"
+_where = where
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,29 +242,33 @@ def parse_trace(text: str, *, path: str | None = None) -> Trace:
     return cast(Trace, doc)
 
 
-def _read_text(path: str) -> str:
-    if os.path.isdir(path):
-        raise CassetteReadError(f"`{path}` is a directory, not a cassette file", path=path)
+def read_text(path: str) -> str:
+    """A cassette file's text; every failure a one-line ``CassetteReadError`` naming the file."""
+    shown = _where(path)
     try:
+        if os.path.isdir(path):
+            raise CassetteReadError(f"{shown} is a directory, not a cassette file", path=path)
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise CassetteReadError(f"`{path}` does not exist", path=path) from None
+        raise CassetteReadError(f"{shown} does not exist", path=path) from None
     except PermissionError:
-        raise CassetteReadError(f"`{path}` cannot be read: permission denied", path=path) from None
+        raise CassetteReadError(f"{shown} cannot be read: permission denied", path=path) from None
     except OSError as exc:
-        raise CassetteReadError(f"`{path}` cannot be read: {_os_reason(exc)}", path=path) from None
+        raise CassetteReadError(f"{shown} cannot be read: {_os_reason(exc)}", path=path) from None
+    except (ValueError, UnicodeError):  # a NUL byte or a lone surrogate: no OS can open it
+        raise CassetteReadError(f"{shown} is not a valid file path", path=path) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CassetteReadError(
-            f"`{path}` is not UTF-8 text (invalid byte at offset {exc.start})", path=path
+            f"{shown} is not UTF-8 text (invalid byte at offset {exc.start})", path=path
         ) from None
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and fully check a cassette file; every failure is a ``CassetteError`` naming the file."""
     name = os.fspath(path)
-    return parse_trace(_read_text(name), path=name)
+    return parse_trace(read_text(name), path=name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BlackboxError, CassetteSchemaError
+from .errors import where as shown_where
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
@@ -396,7 +397,7 @@ def validate_schema(doc: Any, *, path: str | None = None) -> None:
     error, parts = found
     pointer = _pointer(parts)
     step_index = parts[1] if len(parts) > 1 and parts[0] == "steps" and isinstance(parts[1], int) else None
-    where = f"`{path}`" if path else "the cassette"
+    where = shown_where(path)
     at = f"{pointer} (step {step_index})" if step_index is not None else (pointer or "the top level")
     raise CassetteSchemaError(
         f"{where} does not match the trace v2 schema at {at}: {_reason(error)}",

@@ -19,8 +19,8 @@ from typing import Any, Final, Literal, cast
 
 from .canonical import js_number
 from .chain import validate_chain
-from .errors import CanonicalJSONError, CassetteError, CassetteReadError
-from .io import parse_json
+from .errors import CanonicalJSONError, CassetteError
+from .io import parse_json, read_text
 from .model import CURRENT_TRACE_VERSION, Trace
 from .neutrality import scan_trace
 from .payloads import terminal_outcome
@@ -111,26 +111,6 @@ class _Failed(Exception):
         self.result = result
 
 
-def _read_text(path: str) -> str:
-    """The file's text; every failure a one-line ``CassetteReadError`` naming the file."""
-    if os.path.isdir(path):
-        raise CassetteReadError(f"`{path}` is a directory, not a cassette file", path=path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise CassetteReadError(f"`{path}` does not exist", path=path) from None
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise CassetteReadError(f"`{path}` cannot be read: {reason.lower()}", path=path) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CassetteReadError(
-            f"`{path}` is not UTF-8 text (invalid byte at offset {exc.start})", path=path
-        ) from None
-
-
 def _version_problem(doc: Any) -> str | None:
     if not isinstance(doc, dict):
         return "the cassette is not a JSON object"
@@ -166,7 +146,7 @@ def _load(source: Any, keys: Sequence[str]) -> tuple[Any, str | None, str | None
         detail = f"expected a trace or a cassette path, not {type(source).__name__}"
         raise _Failed(InvariantResult("schema_version", "fail", detail))
     try:
-        text = _read_text(path)
+        text = read_text(path)
         return parse_json(text, path=path), text, path
     except CassetteError as exc:
         raise _Failed(InvariantResult("schema_version", "fail", mask(str(exc), keys), None)) from None

@@ -1,0 +1,19 @@
+"""The importers' last step: a transcript that would not make a verifying cassette is refused."""
+
+from __future__ import annotations
+
+from ..errors import TranscriptImportError
+from ..trace.model import Trace
+from ..trace.verify import verify_trace
+
+
+def verified(trace: Trace) -> Trace:
+    """Return ``trace`` if it passes ``verify``; otherwise refuse the import (never quoting content)."""
+    failure = verify_trace(trace).first_failure
+    if failure is not None:
+        where = f" at step {failure.step_index}" if failure.step_index is not None else ""
+        raise TranscriptImportError(
+            f"the imported cassette does not pass verify ({failure.name} failed{where}: {failure.detail}); "
+            "nothing was written"
+        )
+    return trace

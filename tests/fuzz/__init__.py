@@ -1,0 +1,1 @@
+"""Property-based fuzzing of every reader of untrusted input: cassettes, transcripts and provider bodies."""
