@@ -39,7 +39,7 @@ from .interception import Forward, Interceptor, ModelRequest, OtherRequest, Repl
 from .jsonvalue import to_json_value
 from .options import _UNSET, SessionOptions, resolve_options
 from .replay import RecordedPair, RecordedToolError, ReplayCursor
-from .sessionfork import SessionFork, scripted_reply
+from .sessionfork import SessionFork, synthesized_reply
 from .tools import OpenCalls, wrap_tool
 from .trace.io import load_trace, parse_trace, save_trace
 from .trace.model import Trace, TraceStep
@@ -448,17 +448,7 @@ class Session:
             assert turn.output is not None
             output = turn.output
         self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(output["payload"]))
-        model = body.get("model") if isinstance(body, dict) else None
-        where: dict[str, Any] = {
-            "output_index": output["index"],
-            "model": model if isinstance(model, str) else None,
-            "timestamp": output["timestamp"],
-        }
-        if provider.is_stream_request(body):
-            events = provider.synthesize_stream(output["payload"], request_body=body, **where)
-            return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
-        synthesized = provider.synthesize_response(output["payload"], **where)
-        return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
+        return synthesized_reply(provider, body, output)
 
     def _script_call(self, provider: providers.Provider, body: Any) -> Reply:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
@@ -467,7 +457,7 @@ class Session:
         model_input = provider.normalize_request(body, self._ids)
         output = self._fork.next_output(self._ids)
         self._append_turn(model_input, started, output)
-        return scripted_reply(provider, body, self._recorder.steps[-1])
+        return synthesized_reply(provider, body, self._recorder.steps[-1])
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):

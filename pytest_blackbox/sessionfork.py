@@ -42,7 +42,7 @@ __all__ = [
     "fork_options_for",
     "parse_script",
     "read_fork_set",
-    "scripted_reply",
+    "synthesized_reply",
 ]
 
 #: What a script file holds; every script error repeats it (and never quotes the file).
@@ -395,8 +395,8 @@ def _thinking_on(body: Any) -> bool:
     return isinstance(thinking, dict) and thinking.get("type") != "disabled"
 
 
-def scripted_reply(provider: providers.Provider, body: Any, output: TraceStep) -> Reply:
-    """The response for a scripted reply, synthesized exactly as a replay answers (plain or streamed)."""
+def synthesized_reply(provider: providers.Provider, body: Any, output: TraceStep) -> Reply:
+    """The answer to ``body`` from a recorded or scripted model output, plain or streamed as asked."""
     model = body.get("model") if isinstance(body, dict) else None
     where: dict[str, Any] = {
         "output_index": output["index"],
