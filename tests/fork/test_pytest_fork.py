@@ -165,6 +165,7 @@ def tool_tests(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Pa
     """Two tool-only tests, recorded; then the fork settings go in the environment, as the launcher does."""
     for name in [n for n in os.environ if n.startswith("BLACKBOX_")]:
         monkeypatch.delenv(name)
+    monkeypatch.delenv("CI", raising=False)  # recording is refused in CI; this fixture records on purpose
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_tools=TOOL_TESTS)
     pytester.runpytest("-p", "no:xdist", "--record-mode=once").assert_outcomes(passed=2)
