@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,33 +42,6 @@ def flavor(request: pytest.FixtureRequest) -> tuple[str, bool]:
     """(sdk, is_async): every agent test runs with both SDKs, sync and async."""
     result: tuple[str, bool] = request.param
     return result
-
-
-class NetworkUsed(AssertionError):
-    """A replay tried to open a connection."""
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
-    """Call it to make every connection attempt fail the test; it returns the attempts seen."""
-    attempts: list[str] = []
-
-    def refuse(kind: str) -> Callable[..., Any]:
-        def guard(*args: Any, **kwargs: Any) -> Any:
-            attempts.append(f"{kind}{args[1:]!r}")
-            raise NetworkUsed(f"a replay opened a connection: {kind}{args[1:]!r}")
-
-        return guard
-
-    def block() -> list[str]:
-        monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
-        monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
-        loop = asyncio.base_events.BaseEventLoop
-        monkeypatch.setattr(loop, "create_connection", refuse("loop.create_connection"))
-        monkeypatch.setattr(loop, "sock_connect", refuse("loop.sock_connect"))
-        return attempts
-
-    return block
 
 
 @dataclass

@@ -7,9 +7,7 @@ offline cannot pass.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,33 +87,6 @@ class TravelTools:
         """
         self.calls.append(("get_time", city))
         return LOCAL_TIME
-
-
-class NetworkUsed(AssertionError):
-    """A replay tried to open a connection."""
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
-    """Call it to make every connection attempt fail the test; it returns the attempts seen."""
-    attempts: list[str] = []
-
-    def refuse(kind: str) -> Callable[..., Any]:
-        def guard(*args: Any, **kwargs: Any) -> Any:
-            attempts.append(f"{kind}{args[1:]!r}")
-            raise NetworkUsed(f"a replay opened a connection: {kind}{args[1:]!r}")
-
-        return guard
-
-    def block() -> list[str]:
-        monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
-        monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
-        loop = asyncio.base_events.BaseEventLoop
-        monkeypatch.setattr(loop, "create_connection", refuse("loop.create_connection"))
-        monkeypatch.setattr(loop, "sock_connect", refuse("loop.sock_connect"))
-        return attempts
-
-    return block
 
 
 def step_types(path: Path) -> list[str]:

@@ -226,9 +226,9 @@ def test_the_tool_results_go_back_to_the_model(recorded: Recording, flavor: Flav
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
 ) -> None:
-    attempts = offline()
+    attempts = no_network()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = run(flavor, recorded.root, bb, tools)
@@ -240,9 +240,9 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, offline: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
 ) -> None:
-    offline()
+    no_network()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(ModelRequestRejectedError) as rejected:
