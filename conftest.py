@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 
 @pytest.fixture
@@ -22,8 +22,8 @@ def fake_provider() -> Iterator[FakeProvider]:
 @pytest.fixture(autouse=True)
 def _no_interceptor_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test that leaves an interceptor running would answer the next tests' HTTP calls: name it."""
+    from pytest_blackbox.engine.session import stop_finished_sessions
     from pytest_blackbox.interception import InterceptorMocker
-    from pytest_blackbox.session import stop_finished_sessions
 
     before = len(InterceptorMocker.routers)
     yield

@@ -43,9 +43,9 @@ from typing import Any
 import anthropic
 import vcr  # type: ignore[import-untyped]
 
-from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox import blackbox
 from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, Reply
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 CALLS = 10

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.trace.io import save_trace
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-from pytest_blackbox.trace.verify import verify_trace
 
 TARGET_RATIO = 1.5
 TARGET_MEMORY = 3.0

@@ -19,12 +19,12 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .fork import fork_run
-    from .replay import RecordedToolError
-    from .session import RunReport, Session, blackbox
+    from .analysis.verify import verify_trace
+    from .demo.fork import fork_run
+    from .engine.replay import RecordedToolError
+    from .engine.session import RunReport, Session, blackbox
     from .trace.io import load_trace, save_trace
     from .trace.model import Trace, TraceStep
-    from .trace.verify import verify_trace
 
 __all__ = [
     "BlackboxError",
@@ -46,16 +46,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "RecordedToolError": "replay",
-    "RunReport": "session",
-    "Session": "session",
-    "blackbox": "session",
-    "fork_run": "fork",
+    "RecordedToolError": "engine.replay",
+    "RunReport": "engine.session",
+    "Session": "engine.session",
+    "blackbox": "engine.session",
+    "fork_run": "demo.fork",
     "load_trace": "trace.io",
     "save_trace": "trace.io",
     "Trace": "trace.model",
     "TraceStep": "trace.model",
-    "verify_trace": "trace.verify",
+    "verify_trace": "analysis.verify",
 }
 
 

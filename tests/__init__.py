@@ -1,0 +1,31 @@
+"""The test suite.
+
+``VECTORS`` holds the frozen cassette vectors of the original Blackbox (see ``vectors/README.md``);
+read them only through these helpers, which keep their bytes exact (no newline translation).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+VECTORS = Path(__file__).resolve().parent / "vectors"
+
+
+def vector_path(relative: str) -> Path:
+    """A vector file; a missing one is an error in the checkout, never a reason to skip."""
+    path = VECTORS / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"the test vectors are missing: expected {path}")
+    return path
+
+
+def vector_text(relative: str) -> str:
+    """A vector as UTF-8 text, byte for byte."""
+    return vector_path(relative).read_bytes().decode("utf-8")
+
+
+def vector_json(relative: str) -> Any:
+    """A vector parsed as JSON."""
+    return json.loads(vector_text(relative))

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from pytest_blackbox.errors import BlackboxUsageError
-from pytest_blackbox.fake_provider import FakeProvider, ScriptedResponse
+from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
 USER_MESSAGES: Any = [{"role": "user", "content": "weather in Paris?"}]
 

@@ -1,9 +1,9 @@
-"""The analysis side (``pytest_blackbox/trace/``) can never reach a model, a tool or the network.
+"""The package's layers may only import downwards; this walks every module's syntax tree to prove it.
 
-verify, diff, inspect and assert read cassettes only. This test walks the syntax tree of every
-module under ``trace/`` and fails on any import outside the standard library, ``jsonschema`` and
-``pytest_blackbox.trace`` itself, and on the network-capable standard modules, so the guarantee
-holds by construction rather than by review.
+The analysis side (``trace/`` and ``analysis/``) can never reach a model, a tool or the network: it
+imports the standard library (minus its network and subprocess modules), ``jsonschema`` and itself.
+Each execution-side folder may import only the layers its role needs, and only ``plugin/`` imports
+pytest. The rules live in one table, so the guarantee holds by construction rather than by review.
 """
 
 from __future__ import annotations
@@ -16,39 +16,53 @@ import pytest
 
 import pytest_blackbox
 
-TRACE_DIR = Path(pytest_blackbox.__file__).resolve().parent / "trace"
+PACKAGE_DIR = Path(pytest_blackbox.__file__).resolve().parent
 PACKAGE = "pytest_blackbox"
-ALLOWED_PACKAGE = "pytest_blackbox.trace"
-ALLOWED_THIRD_PARTY = frozenset({"jsonschema"})
 
-#: Reasons shown when a forbidden module is imported; checked before the general rule.
-FORBIDDEN = {
+#: Standard modules the analysis side may not use, with the reason shown.
+NETWORK = {
     "socket": "network access",
     "ssl": "network access",
     "http": "network access",
     "urllib.request": "network access",
     "asyncio": "network and subprocess access",
     "subprocess": "running programs",
-    "anthropic": "a provider SDK",
-    "openai": "a provider SDK",
-    "respx": "HTTP interception",
-    "httpx": "an HTTP client",
-    "httpx2": "an HTTP client",
-    "aiohttp": "an HTTP client",
-    "requests": "an HTTP client",
-    "pytest_blackbox.session": "the execution side",
-    "pytest_blackbox.sessions": "the execution side",
-    "pytest_blackbox.interception": "the execution side",
-    "pytest_blackbox.providers": "the execution side",
-    "pytest_blackbox.tools": "the execution side",
-    "pytest_blackbox.plugin": "the execution side",
-    "pytest_blackbox.cli": "the execution side",
 }
+
+#: Folder (or top-level module) → the project folders it may import, and its third-party imports.
+LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "trace": (frozenset({"trace"}), frozenset({"jsonschema"})),
+    "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
+    "errors": (frozenset({"trace"}), frozenset()),
+    "providers": (frozenset({"providers", "trace", "errors"}), frozenset()),
+    "interception": (frozenset({"interception", "errors"}), frozenset({"respx", "httpx", "httpx2"})),
+    "engine": (
+        frozenset({"engine", "trace", "analysis", "errors", "providers", "interception"}),
+        frozenset(),
+    ),
+    "demo": (frozenset({"demo", "engine", "trace", "errors"}), frozenset()),
+    "importers": (frozenset({"importers", "engine", "trace", "analysis", "errors"}), frozenset()),
+    "testing": (frozenset({"testing", "errors"}), frozenset()),
+    "plugin": (
+        frozenset({"plugin", "engine", "trace", "analysis", "errors", "providers", "interception"}),
+        frozenset({"pytest", "_pytest", "pluggy"}),
+    ),
+    "cli": (
+        frozenset({"cli", "engine", "trace", "analysis", "errors", "demo", "importers", "providers"}),
+        frozenset(),
+    ),
+}
+ANALYSIS_SIDE = frozenset({"trace", "analysis"})
+
+
+def _layer(path: Path) -> str:
+    relative = path.relative_to(PACKAGE_DIR)
+    return relative.parts[0].removesuffix(".py") if len(relative.parts) > 1 else relative.stem
 
 
 def _module_package(path: Path) -> str:
     """The dotted package a module file lives in, e.g. ``pytest_blackbox.trace``."""
-    relative = path.relative_to(TRACE_DIR.parent.parent).with_suffix("")
+    relative = path.relative_to(PACKAGE_DIR.parent).with_suffix("")
     parts = list(relative.parts)
     return ".".join(parts if path.name == "__init__.py" else parts[:-1]).removesuffix(".__init__")
 
@@ -88,20 +102,30 @@ def _imported(tree: ast.AST, package: str) -> list[tuple[int, str]]:
     return found
 
 
-def _violation(module: str) -> str | None:
+def _violation(layer: str, module: str) -> str | None:
+    allowed, third_party = LAYERS[layer]
+    analysis = layer in ANALYSIS_SIDE
     if module == "<dynamic>":
-        return "a dynamic import (importlib.import_module / __import__) cannot be checked"
-    for name, reason in FORBIDDEN.items():
-        if module == name or module.startswith(name + "."):
-            return f"`{module}` is {reason}"
-    if module == ALLOWED_PACKAGE or module.startswith(ALLOWED_PACKAGE + "."):
-        return None
+        return (
+            "a dynamic import (importlib.import_module / __import__) cannot be checked" if analysis else None
+        )
     top = module.split(".")[0]
     if top == PACKAGE:
-        return f"`{module}` is outside pytest_blackbox.trace"
-    if top in ALLOWED_THIRD_PARTY or top in sys.stdlib_module_names or top == "__future__":
+        target = module.split(".")[1] if "." in module else PACKAGE
+        if target not in allowed:
+            return f"`{module}` is outside what {layer}/ may import ({', '.join(sorted(allowed))})"
         return None
-    return f"`{module}` is not in the standard library (only jsonschema is allowed)"
+    if top in ("pytest", "_pytest") and top not in third_party:
+        return f"`{module}` is pytest, which only plugin/ imports"
+    if analysis:
+        for name, reason in NETWORK.items():
+            if module == name or module.startswith(name + "."):
+                return f"`{module}` is {reason}"
+    if top in sys.stdlib_module_names or top == "__future__" or top in third_party:
+        return None
+    if analysis:
+        return f"`{module}` is not in the standard library (only jsonschema is allowed)"
+    return None  # execution-side folders may use their optional libraries, imported where needed
 
 
 def check_source(source: str, path: Path) -> list[str]:
@@ -109,56 +133,72 @@ def check_source(source: str, path: Path) -> list[str]:
     tree = ast.parse(source, filename=str(path))
     problems = []
     for line, module in _imported(tree, _module_package(path)):
-        reason = _violation(module)
+        reason = _violation(_layer(path), module)
         if reason is not None:
-            problems.append(f"{path.relative_to(TRACE_DIR.parent.parent)}:{line}: import {module}: {reason}")
+            problems.append(f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: import {module}: {reason}")
     return problems
 
 
-def test_trace_modules_import_only_the_analysis_side() -> None:
-    modules = sorted(TRACE_DIR.rglob("*.py"))
-    assert len(modules) >= 8, "the trace/ package was not found where expected"
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE_DIR.rglob("*.py") if p != PACKAGE_DIR / "__init__.py")
+
+
+def test_every_folder_is_in_the_table() -> None:
+    assert {_layer(path) for path in _modules()} == set(LAYERS)
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_each_layer_imports_only_what_its_role_needs(layer: str) -> None:
+    modules = [path for path in _modules() if _layer(path) == layer]
+    assert modules, f"no module found for {layer}/"
     problems = [problem for path in modules for problem in check_source(path.read_text("utf-8"), path)]
-    assert not problems, "the analysis side must not reach models, tools or the network:\n" + "\n".join(
-        problems
-    )
+    assert not problems, f"{layer}/ reaches past its layer:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize(
-    ("source", "reason"),
+    ("layer", "source", "reason"),
     [
-        ("import httpx", "`httpx` is an HTTP client"),
-        ("import http.client", "`http.client` is network access"),
-        ("from urllib.request import urlopen", "`urllib.request` is network access"),
-        ("import asyncio", "`asyncio` is network and subprocess access"),
-        ("from socket import create_connection", "`socket` is network access"),
-        ("from ..providers import anthropic", "`pytest_blackbox.providers` is the execution side"),
-        ("from .. import interception", "`pytest_blackbox.interception` is the execution side"),
-        ("from ..cli import main", "`pytest_blackbox.cli` is the execution side"),
-        ("from pytest_blackbox.plugin import x", "`pytest_blackbox.plugin` is the execution side"),
-        ("from ..errors import SecretLeakError", "`pytest_blackbox.errors` is outside pytest_blackbox.trace"),
-        ("import yaml", "`yaml` is not in the standard library (only jsonschema is allowed)"),
-        ("import importlib\nimportlib.import_module('httpx')", "a dynamic import"),
+        ("trace", "import httpx", "`httpx` is not in the standard library"),
+        ("trace", "import http.client", "`http.client` is network access"),
+        ("analysis", "from urllib.request import urlopen", "`urllib.request` is network access"),
+        ("trace", "import asyncio", "`asyncio` is network and subprocess access"),
+        ("analysis", "from socket import create_connection", "`socket` is network access"),
+        ("trace", "from ..providers import anthropic", "`pytest_blackbox.providers` is outside"),
+        ("analysis", "from .. import interception", "`pytest_blackbox.interception` is outside"),
+        ("trace", "from ..analysis import verify", "`pytest_blackbox.analysis` is outside"),
+        ("analysis", "from ..cli import main", "`pytest_blackbox.cli` is outside"),
+        ("analysis", "from pytest_blackbox.plugin import x", "`pytest_blackbox.plugin` is outside"),
+        ("trace", "from ..errors import SecretLeakError", "`pytest_blackbox.errors` is outside"),
+        ("analysis", "import yaml", "`yaml` is not in the standard library (only jsonschema is allowed)"),
+        ("trace", "import importlib\nimportlib.import_module('httpx')", "a dynamic import"),
+        ("engine", "import pytest", "only plugin/ imports"),
+        ("providers", "from ..engine import session", "`pytest_blackbox.engine` is outside"),
+        ("interception", "from ..trace import io", "`pytest_blackbox.trace` is outside"),
+        ("engine", "from ..plugin import testrun", "`pytest_blackbox.plugin` is outside"),
+        ("engine", "from ..demo import fork_run", "`pytest_blackbox.demo` is outside"),
     ],
 )
-def test_the_checker_catches_forbidden_imports(source: str, reason: str) -> None:
-    problems = check_source(source, TRACE_DIR / "example.py")
+def test_the_checker_catches_forbidden_imports(layer: str, source: str, reason: str) -> None:
+    problems = check_source(source, PACKAGE_DIR / layer / "example.py")
     assert len(problems) == 1, problems
-    assert problems[0].startswith("pytest_blackbox/trace/example.py:")
+    assert problems[0].startswith(f"pytest_blackbox/{layer}/example.py:")
     assert reason in problems[0]
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("layer", "source"),
     [
-        "from __future__ import annotations",
-        "import json, hashlib, re",
-        "from jsonschema import Draft202012Validator",
-        "from .canonical import canonical_json",
-        "from . import canonical",
-        "from pytest_blackbox.trace.model import Trace",
-        "import urllib.parse",
+        ("trace", "from __future__ import annotations"),
+        ("trace", "import json, hashlib, re"),
+        ("trace", "from jsonschema import Draft202012Validator"),
+        ("trace", "from .canonical import canonical_json"),
+        ("trace", "from . import canonical"),
+        ("analysis", "from pytest_blackbox.trace.model import Trace"),
+        ("analysis", "from ..trace.io import load_trace"),
+        ("trace", "import urllib.parse"),
+        ("plugin", "import pytest"),
+        ("engine", "from ..providers import anthropic"),
     ],
 )
-def test_the_checker_allows_the_analysis_side(source: str) -> None:
-    assert check_source(source, TRACE_DIR / "example.py") == []
+def test_the_checker_allows_each_layers_imports(layer: str, source: str) -> None:
+    assert check_source(source, PACKAGE_DIR / layer / "example.py") == []

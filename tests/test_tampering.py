@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import VerifyReport, verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.analysis import iso_time
 from pytest_blackbox.trace.canonical import canonical_json, pretty_json
 from pytest_blackbox.trace.errors import CassetteReadError
 from pytest_blackbox.trace.io import load_trace, parse_json
-from pytest_blackbox.trace.verify import VerifyReport, verify_trace
+from tests import vector_text
 
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "vectors"
 LONG = os.environ.get("BLACKBOX_FUZZ") == "long"
 SMALL = (
     "fixtures/traces/success-final-answer.v2.json",
@@ -45,16 +45,8 @@ PAYLOAD_SAMPLES = 12
 _ROTATIONS = ("0123456789", "abcdef", "ghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def _read(name: str) -> str:
-    path = VECTORS_DIR / name
-    if not path.is_file():
-        raise FileNotFoundError(f"the shared vectors are missing: expected {path}")
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
-
-
 def cassette_names() -> list[str]:
-    return sorted(json.loads(_read("expectations.json"))["cassettes"])
+    return sorted(json.loads(vector_text("expectations.json"))["cassettes"])
 
 
 def substitutes(char: str) -> list[str]:
@@ -178,7 +170,7 @@ def _classify(tally: Tally, original: str, text: str, report: VerifyReport, step
 
 @pytest.mark.parametrize("name", cassette_names())
 def test_every_one_character_change_inside_a_step_is_detected(tmp_path: Path, name: str) -> None:
-    text = _read(name)
+    text = vector_text(name)
     original = canonical_json(parse_json(text))
     scratch = Scratch(tmp_path / "tampered.json")
     assert scratch.verify(text).ok
@@ -201,7 +193,7 @@ def test_every_one_character_change_inside_a_step_is_detected(tmp_path: Path, na
 @pytest.mark.parametrize("name", cassette_names())
 def test_editing_a_step_id_is_not_detected(tmp_path: Path, name: str) -> None:
     """Step ids are outside the hash: an edited id verifies and is read back as written."""
-    text = _read(name)
+    text = vector_text(name)
     scratch = Scratch(tmp_path / "tampered.json")
     for span in step_spans(text):
         for position in span.id_chars:
@@ -229,7 +221,7 @@ def test_editing_unhashed_trace_fields_is_not_detected_and_inspect_shows_the_edi
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    doc = json.loads(_read(name))
+    doc = json.loads(vector_text(name))
     doc["id"] = "edited-trace-id"
     doc["createdAt"] = 1_700_000_123_456
     if "parentId" in doc:
@@ -260,7 +252,7 @@ def test_dropping_trailing_steps_is_not_detected(tmp_path: Path, name: str) -> N
     in the original Blackbox. A truncated success run reads as ``incomplete``, which ``assert``
     (``--expect-status success``) catches.
     """
-    doc = json.loads(_read(name))
+    doc = json.loads(vector_text(name))
     doc["steps"] = doc["steps"][:-1]
     path = tmp_path / "cut.json"
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8", newline="")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from fake_model import respond
 
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import Session
+from pytest_blackbox import Session
+from pytest_blackbox.testing import FakeProvider
 
 #: The key the SDK sends to the fake provider; the fake accepts anything.
 FAKE_KEY = "fake-provider-key"

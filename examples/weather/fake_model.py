@@ -2,7 +2,7 @@
 
 It plays Claude's part for this agent only: it reads the conversation and answers the way the real
 model does for these questions (ask for the weather, convert the temperature, answer), in the
-Messages API's JSON, so recording through :class:`~pytest_blackbox.fake_provider.FakeProvider`
+Messages API's JSON, so recording through :class:`~pytest_blackbox.testing.FakeProvider`
 exercises the same SDK and HTTP path as the real API.
 """
 

@@ -14,7 +14,7 @@ import anthropic
 import pytest
 from agent import TOOLS, run_agent, run_agent_async
 
-from pytest_blackbox.session import Session
+from pytest_blackbox import Session
 
 pytestmark = pytest.mark.blackbox
 

@@ -15,7 +15,7 @@ from importlib import import_module
 from ..trace.errors import BlackboxError
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
-COMMAND_MODULES = ("analysis", "launcher", "forking", "view")
+COMMAND_MODULES = ("analysis", "launcher", "fork", "view")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,17 +17,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
+from ..analysis.diff import diff_outcome, diff_traces, render_diff
+from ..analysis.labels import describe_step
+from ..analysis.verify import render_verify_report, verify_trace
 from ..errors import BlackboxUsageError
-from ..trace.assertions import assert_cassette, parse_tools, render_assert_report
 from ..trace.canonical import pretty_json
-from ..trace.diff import diff_outcome, diff_traces, render_diff
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace
-from ..trace.labels import describe_step
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
-from ..trace.verify import render_verify_report, verify_trace
 from .common import add_command
 
 #: Environment variables whose values are always treated as secrets to find and never to print.

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..engine.options import SESSION_ENV_VARS
+from ..engine.session import LAUNCHED_VAR, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS
 from ..errors import BlackboxUsageError
-from ..options import SESSION_ENV_VARS
-from ..session import LAUNCHED_VAR, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS
 
 _MARK = "◼ blackbox"
 

@@ -14,12 +14,12 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from ..analysis.verify import VerifyReport, verify_trace
+from ..analysis.view import render_diff_html, render_run_html
 from ..errors import BlackboxUsageError
 from ..trace.errors import CassetteReadError, CassetteSchemaError
 from ..trace.io import load_trace, parse_json
 from ..trace.secrets import mask
-from ..trace.verify import VerifyReport, verify_trace
-from ..trace.view import render_diff_html, render_run_html
 from .analysis import api_keys
 
 

@@ -14,8 +14,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.jsonvalue import to_json_value
 from ..errors import BlackboxError, TranscriptImportError
-from ..jsonvalue import to_json_value
 from ..trace.io import parse_json
 from ..trace.model import Trace
 from ..trace.recorder import TraceRecorder

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..analysis.verify import verify_trace
 from ..errors import TranscriptImportError
 from ..trace.model import Trace
-from ..trace.verify import verify_trace
 
 
 def verified(trace: Trace) -> Trace:

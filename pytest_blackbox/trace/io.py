@@ -404,3 +404,15 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
             f"could not write `{target}`: {_os_reason(exc)}; any previous file there is unchanged",
             path=target,
         ) from None
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file, however spelled: ``..``, symlinks and hard links all count.
+
+    An existing file is compared by device and inode; a path that does not exist yet cannot be
+    any existing file, whatever its spelling.
+    """
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_blackbox.trace.io import dumps_trace
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+from tests import vector_json
 
 #: Every cassette among the vectors (files in cassette form).
 CASSETTES = (
@@ -30,21 +27,9 @@ CASSETTES = (
 )
 
 
-@pytest.fixture(scope="session")
-def vectors() -> Path:
-    return VECTORS
-
-
-@pytest.fixture(scope="session")
-def expectations(vectors: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((vectors / "expectations.json").read_text(encoding="utf-8"))
-    return data
-
-
 def read_trace(relative: str) -> Trace:
     """A vector cassette as plain data (a fresh copy each time, safe to edit)."""
-    text = (VECTORS / relative).read_bytes().decode("utf-8")
-    trace: Trace = json.loads(text)
+    trace: Trace = vector_json(relative)
     return trace
 
 

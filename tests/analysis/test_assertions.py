@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.analysis.assertions import assert_cassette, parse_tools, render_assert_report
 from pytest_blackbox.cli import main
-from pytest_blackbox.trace.assertions import assert_cassette, parse_tools, render_assert_report
 from pytest_blackbox.trace.model import Trace
+from tests import VECTORS
 
-from .conftest import VECTORS, read_trace
+from .conftest import read_trace
 
 FIXED = VECTORS / "examples/fleet-triage/cassettes/triage-fixed.json"
 ERROR = VECTORS / "fixtures/traces/error-unknown-tool.v2.json"

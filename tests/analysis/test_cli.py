@@ -10,8 +10,7 @@ import pytest
 
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.analysis import iso_time
-
-from .conftest import VECTORS
+from tests import VECTORS
 
 SMALL = VECTORS / "fixtures/traces/success-final-answer.v2.json"
 TRIAGE = VECTORS / "examples/fleet-triage/cassettes/triage-incident.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pytest_blackbox.trace.diff import diff_outcome, diff_traces, render_diff
+from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.model import Trace
 
 from .conftest import read_trace, rechain

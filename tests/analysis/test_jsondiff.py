@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.trace.jsondiff import (
+from pytest_blackbox.analysis.jsondiff import (
     ABSENT,
     Difference,
     LeafChange,

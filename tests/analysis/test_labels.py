@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.trace.labels import describe_step, type_label
+from pytest_blackbox.analysis.labels import describe_step, type_label
 
 from .conftest import read_trace
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.neutrality import find_markers, scan_trace
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.trace.io import dumps_trace
 from pytest_blackbox.trace.model import Trace
-from pytest_blackbox.trace.neutrality import find_markers, scan_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import CASSETTES, read_trace, rechain
 
@@ -21,10 +21,10 @@ TOOLU_ID = "toolu_01A09q90qw90lq917835lq9"
 
 
 def test_vectors_hold_no_marker_and_no_forbidden_substring(
-    vectors: Path, expectations: dict[str, Any]
+    vectors_dir: Path, expectations: dict[str, Any]
 ) -> None:
     for name in CASSETTES:
-        raw = (vectors / name).read_text(encoding="utf-8")
+        raw = (vectors_dir / name).read_text(encoding="utf-8")
         for substring in expectations["neutralityForbiddenSubstrings"]:
             assert substring not in raw
         assert scan_trace(json.loads(raw), text=raw).markers == []

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import ACTIONS, render_verify_report, verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.trace.canonical import canonical_json
 from pytest_blackbox.trace.model import Trace
-from pytest_blackbox.trace.verify import ACTIONS, render_verify_report, verify_trace
+from tests import VECTORS
 
-from .conftest import CASSETTES, VECTORS, read_trace, rechain
+from .conftest import CASSETTES, read_trace, rechain
 
 SMALL = "fixtures/traces/success-final-answer.v2.json"
 

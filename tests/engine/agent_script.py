@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.engine.session import blackbox
 from tests.engine.travel_agent import SYSTEM, Agent, ToolBox
 
 

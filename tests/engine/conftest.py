@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox import exitnet
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.options import SESSION_ENV_VARS
-from pytest_blackbox.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .travel_agent import Agent, ToolBox, script
 
@@ -27,14 +27,14 @@ FLAVOR_IDS = ["anthropic-sync", "anthropic-async", "openai-sync", "openai-async"
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Provider keys set, no stale BLACKBOX_* variable, and no process-wide exit hooks in the test process.
 
-    The exit safety net is proven in subprocesses (test_exitnet.py); here it would install a SIGTERM
+    The exit safety net is proven in subprocesses (test_exithooks.py); here it would install a SIGTERM
     handler and an atexit hook into the pytest worker itself.
     """
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(exitnet, "_install", lambda: None)
+    monkeypatch.setattr(exithooks, "_install", lambda: None)
 
 
 @pytest.fixture(params=FLAVORS, ids=FLAVOR_IDS)

@@ -15,8 +15,8 @@ from typing import Any
 import pydantic
 import pytest
 
+from pytest_blackbox.engine.jsonvalue import to_json_value
 from pytest_blackbox.errors import BlackboxUnsupportedError
-from pytest_blackbox.jsonvalue import to_json_value
 
 
 class Level(enum.IntEnum):

@@ -13,8 +13,8 @@ from pytest_blackbox.cli import build_parser
 from pytest_blackbox.cli import main as cli_main
 from pytest_blackbox.cli.launcher import _command as launcher_command
 from pytest_blackbox.cli.launcher import child_env, outcome_line
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.engine.session import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 from .conftest import ANTHROPIC_KEY, base_url

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main as cli_main
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUsageError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import run_agent
 from .travel_agent import DEFAULT_TURNS, FINAL, WEATHER, ToolBox, script

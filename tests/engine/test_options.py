@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.engine.options import SessionOptions, resolve_options
+from pytest_blackbox.engine.session import OFFLINE_PLACEHOLDER_KEY, Session, blackbox
 from pytest_blackbox.errors import BlackboxUsageError, CassetteError
-from pytest_blackbox.options import SessionOptions, resolve_options
-from pytest_blackbox.session import OFFLINE_PLACEHOLDER_KEY, Session, blackbox
 
 BAD_VALUES = [
     ("BLACKBOX_MODE", "recrod", 'BLACKBOX_MODE must be one of off, record, replay, fork; got "recrod"'),

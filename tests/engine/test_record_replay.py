@@ -11,12 +11,12 @@ import anthropic
 import openai
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main as cli_main
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import Run, run_agent
 from .travel_agent import FINAL, Agent, ToolBox, script, tool_specs

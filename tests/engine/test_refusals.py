@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import ANTHROPIC_KEY, OPENAI_KEY, run_agent
 from .travel_agent import WEATHER, ToolBox, script

@@ -13,14 +13,14 @@ import httpx2
 import openai
 import pytest
 
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import (
     BlackboxUnsupportedError,
     BlackboxUsageError,
     OfflineRequestError,
     ReplayDivergenceError,
 )
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 from .conftest import ANTHROPIC_KEY, Run, run_agent

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 SYSTEM = "You are a travel assistant. Answer only from the tools' data."
 PROMPT = "What's the weather in Paris, and the weather and local time in Rome?"

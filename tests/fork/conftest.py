@@ -4,40 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
-
-
-def _read(relative: str) -> str:
-    return (VECTORS / relative).read_bytes().decode("utf-8")
-
-
-@pytest.fixture(scope="session")
-def vectors() -> Path:
-    return VECTORS
+from tests import vector_text as read_vector
 
 
 @pytest.fixture(scope="session")
 def vector_text() -> Callable[[str], str]:
     """Read a vector file's exact text (bytes decoded, no newline translation)."""
-    return _read
-
-
-@pytest.fixture(scope="session")
-def expectations() -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(_read("expectations.json"))
-    return result
+    return read_vector
 
 
 @pytest.fixture
 def fork_parent() -> Any:
-    return json.loads(_read("fixtures/traces/fork-parent.v2.json"))
+    return json.loads(read_vector("fixtures/traces/fork-parent.v2.json"))
 
 
 @pytest.fixture
 def fork_child_text() -> str:
-    return _read("fixtures/traces/fork-child.v2.json")
+    return read_vector("fixtures/traces/fork-child.v2.json")

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox import exitnet
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.options import SESSION_ENV_VARS
-from pytest_blackbox.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests.engine.travel_agent import Agent, ToolBox, script
 
 ANTHROPIC_KEY = "sk-ant-api03-fork-test-key-0123456789abcdef"
@@ -29,7 +29,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(exitnet, "_install", lambda: None)
+    monkeypatch.setattr(exithooks, "_install", lambda: None)
 
 
 def ticks(start: int, step: int = 350) -> Callable[[], int]:

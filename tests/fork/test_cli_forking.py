@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.errors import ForkError
 from pytest_blackbox.trace.io import load_trace
 from pytest_blackbox.trace.payloads import terminal_outcome
-from pytest_blackbox.trace.verify import verify_trace
 
 FORK_ANSWER = (
     'Based on the search result, no options are available: "No hotels available for that date.". '
@@ -74,7 +74,7 @@ def test_check_keeps_its_cassettes_when_asked(workdir: Path, capsys: pytest.Capt
 def test_check_reports_a_failing_stage(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_blackbox.cli import forking
+    from pytest_blackbox.cli import fork as forking
 
     def broken_fork(*_args: object, **_kwargs: object) -> object:
         raise ForkError("fork_run: fork_index 4 out of range — parent has 0 step(s)")
@@ -212,9 +212,9 @@ def test_fork_usage_errors(
 
 
 def test_import_chat_json(
-    workdir: Path, capsys: pytest.CaptureFixture[str], vectors: Path, vector_text: Callable[[str], str]
+    workdir: Path, capsys: pytest.CaptureFixture[str], vectors_dir: Path, vector_text: Callable[[str], str]
 ) -> None:
-    source = vectors / "fixtures" / "external" / "chat-tool-use.foreign.json"
+    source = vectors_dir / "fixtures" / "external" / "chat-tool-use.foreign.json"
     argv = [
         "import",
         "--from",
@@ -240,9 +240,9 @@ def test_import_chat_json(
 
 
 def test_import_claude_code_takes_its_id_from_the_out_file(
-    workdir: Path, capsys: pytest.CaptureFixture[str], vectors: Path
+    workdir: Path, capsys: pytest.CaptureFixture[str], vectors_dir: Path
 ) -> None:
-    source = vectors / "examples" / "claude-code-session" / "session.jsonl"
+    source = vectors_dir / "examples" / "claude-code-session" / "session.jsonl"
     assert main(["import", "--from", "claude-code", "--in", str(source), "--out", "runs/session.json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:] == [
@@ -314,9 +314,9 @@ def test_import_errors_exit_1_and_write_nothing(
 
 
 def test_import_accepts_a_byte_order_mark(
-    workdir: Path, capsys: pytest.CaptureFixture[str], vectors: Path
+    workdir: Path, capsys: pytest.CaptureFixture[str], vectors_dir: Path
 ) -> None:
-    source = vectors / "fixtures" / "import" / "claude-code-session.jsonl"
+    source = vectors_dir / "fixtures" / "import" / "claude-code-session.jsonl"
     (workdir / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
     assert main(["import", "--from", "claude-code", "--in", "bom.jsonl", "--out", "bom.json"]) == 0
     assert capsys.readouterr().out.splitlines()[3:5] == ["Steps:   9", "Status:  success"]

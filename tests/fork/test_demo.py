@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.demo import (
+from pytest_blackbox.demo.agent import (
     FixtureTools,
     ReactiveDemoModel,
     ScriptedDemoModel,

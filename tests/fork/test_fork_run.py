@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.demo import ScriptedDemoModel, run_demo
+from pytest_blackbox.analysis.diff import diff_traces
+from pytest_blackbox.demo.agent import ScriptedDemoModel, run_demo
+from pytest_blackbox.demo.fork import ForkResult, fork_run, next_call_index
 from pytest_blackbox.errors import ForkError
-from pytest_blackbox.fork import ForkResult, fork_run, next_call_index, same_file
 from pytest_blackbox.importers import import_claude_code
-from pytest_blackbox.trace.diff import diff_traces
-from pytest_blackbox.trace.io import dumps_trace
+from pytest_blackbox.trace.io import dumps_trace, same_file
 from pytest_blackbox.trace.payloads import terminal_outcome
 
 NO_HOTELS = {"results": [], "available": False, "message": "No hotels available for that date."}

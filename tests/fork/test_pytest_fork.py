@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.trace.diff import diff_traces
+from pytest_blackbox.analysis.diff import diff_traces
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.trace.io import load_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .forkhelp import write_script
 

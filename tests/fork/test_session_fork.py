@@ -20,15 +20,15 @@ import anthropic
 import openai
 import pytest
 
+from pytest_blackbox.analysis.diff import diff_traces
+from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.engine.fork import THINKING_MESSAGE, SessionFork, _check_fork_step
+from pytest_blackbox.engine.session import RunReport, Session, blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ForkError, ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
 from pytest_blackbox.providers import CallIds
-from pytest_blackbox.session import RunReport, Session, blackbox
-from pytest_blackbox.sessionfork import THINKING_MESSAGE, SessionFork, _check_fork_step
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.canonical import canonical_json
-from pytest_blackbox.trace.diff import diff_traces
 from pytest_blackbox.trace.io import load_trace, parse_json
-from pytest_blackbox.trace.verify import verify_trace
 from tests.engine.travel_agent import ToolBox
 
 from . import triage_agent

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.cli import main as cli_main
+from pytest_blackbox.engine.fork import SCRIPT_SHAPE
+from pytest_blackbox.engine.options import resolve_options
+from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxError
-from pytest_blackbox.options import resolve_options
-from pytest_blackbox.session import Session
-from pytest_blackbox.sessionfork import SCRIPT_SHAPE
 
 from . import triage_agent
 from .forkhelp import clean_environment, write_script
@@ -30,13 +30,13 @@ USAGE = "blackbox fork <cassette> --at N --set JSON --out F (--live | --script R
 
 
 @pytest.fixture(autouse=True)
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vectors: Path) -> Path:
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vectors_dir: Path) -> Path:
     """A directory holding the parent, a plain cassette without tools, and a script."""
     clean_environment(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "parent.json").write_bytes(triage_agent.INCIDENT.read_bytes())
     (tmp_path / "plain.json").write_bytes(
-        (vectors / "fixtures/traces/success-final-answer.v2.json").read_bytes()
+        (vectors_dir / "fixtures/traces/success-final-answer.v2.json").read_bytes()
     )
     write_script(tmp_path / "replies.json", [{"type": "final_answer", "text": "done"}])
     (tmp_path / "sub").mkdir()

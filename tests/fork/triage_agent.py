@@ -23,7 +23,8 @@ from typing import Any
 
 import anthropic
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+from tests import VECTORS
+
 TRIAGE = VECTORS / "examples" / "fleet-triage"
 INCIDENT = TRIAGE / "cassettes" / "triage-incident.json"
 HYPOTHESIS = TRIAGE / "cassettes" / "triage-hypothesis.json"
@@ -119,7 +120,7 @@ def run(client: anthropic.Anthropic, wrapped: Mapping[str, Tool], max_calls: int
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from pytest_blackbox.session import blackbox
+    from pytest_blackbox.engine.session import blackbox
 
     session = blackbox()
     client = anthropic.Anthropic(base_url=CLOSED_URL, max_retries=0)

@@ -30,9 +30,9 @@ from agents import (
     set_tracing_disabled,
 )
 
+from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import Session
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,

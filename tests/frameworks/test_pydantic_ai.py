@@ -29,9 +29,9 @@ from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import Session
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,

@@ -34,10 +34,10 @@ from pytest_blackbox.trace.errors import BlackboxError
 from pytest_blackbox.trace.io import dumps_trace, parse_trace
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.recorder import TraceRecorder
+from tests import vector_text
 
 T = TypeVar("T")
 
-VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "vectors"
 
 #: Planted in generated inputs; no error message may contain any 12-character run of it.
 MARKER = "SECRETMARKER123456"
@@ -89,18 +89,6 @@ def fuzz_settings(ci_examples: int) -> settings:
 
 # ----------------------------------------------------------------------------------------------
 # Vectors
-
-
-def vector_path(name: str) -> Path:
-    path = VECTORS_DIR / name
-    if not path.is_file():
-        raise FileNotFoundError(f"the shared vectors are missing: expected {path}")
-    return path
-
-
-def vector_text(name: str) -> str:
-    with open(vector_path(name), encoding="utf-8", newline="") as handle:
-        return handle.read()
 
 
 @cache

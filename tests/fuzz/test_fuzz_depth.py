@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.errors import TranscriptImportError
 from pytest_blackbox.importers import import_chat_json, import_claude_code
 from pytest_blackbox.trace.canonical import sha256_hex
-from pytest_blackbox.trace.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.errors import CassetteReadError
 from pytest_blackbox.trace.io import parse_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import TRANSCRIPTS, Scratch, assert_clean_message, attempt, timed, vector_text
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.canonical import canonical_json
-from pytest_blackbox.trace.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.io import parse_trace
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.payloads import terminal_outcome, tool_call_sequence

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.errors import TranscriptImportError
 from pytest_blackbox.importers import import_chat_json, import_claude_code
 from pytest_blackbox.trace.canonical import canonical_json
 from pytest_blackbox.trace.io import dumps_trace, parse_trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import (
     MARKER,

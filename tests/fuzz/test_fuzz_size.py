@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
-from pytest_blackbox.trace.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.errors import CassetteReadError
 from pytest_blackbox.trace.io import dumps_trace, parse_trace
 from pytest_blackbox.trace.model import Trace
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import MARKER, Scratch, assert_clean_message, record, timed
 

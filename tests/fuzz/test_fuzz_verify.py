@@ -14,9 +14,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from pytest_blackbox.analysis.verify import INVARIANTS, VerifyReport, render_verify_report, verify_trace
 from pytest_blackbox.trace.errors import HashChainError
 from pytest_blackbox.trace.io import load_trace
-from pytest_blackbox.trace.verify import INVARIANTS, VerifyReport, render_verify_report, verify_trace
 
 from .conftest import (
     MARKER,

@@ -15,7 +15,6 @@ import pytest
 import respx
 
 from pytest_blackbox.errors import BlackboxUsageError
-from pytest_blackbox.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.interception import (
     Forward,
     Interceptor,
@@ -24,6 +23,7 @@ from pytest_blackbox.interception import (
     Reply,
     UpstreamResponse,
 )
+from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
 ANTHROPIC_BODY = {
     "id": "msg_canned",

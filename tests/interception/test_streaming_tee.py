@@ -17,10 +17,10 @@ import httpx2
 import openai
 import pytest
 
-from pytest_blackbox.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, UpstreamResponse
 from pytest_blackbox.providers import CallIds, openai_chat, openai_responses
 from pytest_blackbox.providers import anthropic as anthropic_provider
+from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
 USER: Any = [{"role": "user", "content": "ping"}]
 ANSWER = {"type": "final_answer", "text": "Hello, streaming world!"}

@@ -27,11 +27,11 @@ import httpx
 import openai
 import pytest
 
-from pytest_blackbox import exitnet
+from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
 from pytest_blackbox.errors import ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.options import SESSION_ENV_VARS
-from pytest_blackbox.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 ANTHROPIC_KEY = "sk-ant-api03-legacy-test-key-0123456789abcdef"
@@ -79,7 +79,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(exitnet, "_install", lambda: None)
+    monkeypatch.setattr(exithooks, "_install", lambda: None)
 
 
 @pytest.fixture

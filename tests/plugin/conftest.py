@@ -21,7 +21,7 @@ from typing import Any
 import anthropic  # noqa: F401  (imported once here, so in-process inner runs do not import it again)
 import pytest
 
-import pytest_blackbox.testrun  # noqa: F401  (the same: the session, respx and the providers)
+import pytest_blackbox.plugin.testrun  # noqa: F401  (the same: the session, respx and the providers)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather"
 INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"

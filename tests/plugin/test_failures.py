@@ -287,7 +287,7 @@ def test_a_test_may_call_finish_itself(suite: Suite) -> None:
 
 MARKER_ONLY = """
 from fake_model import respond
-from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 
 @pytest.mark.blackbox

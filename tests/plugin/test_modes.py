@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main as blackbox_cli
-from pytest_blackbox.trace.verify import verify_trace
 
 from .conftest import ANSWERS, Suite, exact, summary
 

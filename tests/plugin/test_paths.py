@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_blackbox.cassettes import MAX_NAME, default_cassette, resolve_override, safe_name, trace_id_for
+from pytest_blackbox.plugin.paths import MAX_NAME, default_cassette, resolve_override, safe_name, trace_id_for
 
 from .conftest import INNER_INI, QUIET, exact, summary
 

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds, anthropic
 from pytest_blackbox.trace.canonical import pretty_json
-
-from .conftest import load_vectors_file
+from tests import vector_json
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -117,7 +116,7 @@ def _wire_response(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_fleet_triage_recording_normalizes_to_the_same_bytes() -> None:
-    trace = load_vectors_file("examples/fleet-triage/cassettes/triage-incident.json")
+    trace = vector_json("examples/fleet-triage/cassettes/triage-incident.json")
     model_steps = [step for step in trace["steps"] if step["type"] in ("model_input", "model_output")]
     assert len(model_steps) == 8
     ids = CallIds()

@@ -20,15 +20,10 @@ from pytest_blackbox.providers import (
     openai_responses,
     provider_for_path,
 )
-
-from .conftest import VECTORS_DIR, load_vectors_file
+from tests import vector_json
 
 PROVIDERS: dict[str, Provider] = {"anthropic": anthropic, "openai": openai_chat}
-VECTORS: list[dict[str, Any]] = (
-    load_vectors_file("normalization-vectors.json")["vectors"]
-    if (VECTORS_DIR / "normalization-vectors.json").is_file()
-    else []
-)
+VECTORS: list[dict[str, Any]] = vector_json("normalization-vectors.json")["vectors"]
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
 #: Vectors of the original Blackbox (arda-ulas/blackbox) that this project deliberately departs from:
@@ -105,8 +100,6 @@ def test_normalization_vector(vector: dict[str, Any]) -> None:
 
 
 def test_the_vectors_cover_every_direction_and_provider() -> None:
-    if not VECTORS:
-        pytest.skip(f"the shared test vectors are not available at {VECTORS_DIR}")
     assert {vector["direction"] for vector in VECTORS} == {
         "response_to_model_output",
         "request_to_model_input",
@@ -150,8 +143,6 @@ def test_provider_names() -> None:
 
 
 def test_the_superseded_vectors_are_the_stream_refusals() -> None:
-    if not VECTORS:
-        pytest.skip(f"the shared test vectors are not available at {VECTORS_DIR}")
     names = {vector["name"] for vector in VECTORS if vector["direction"] == "request_rejected"}
     assert names >= STREAMING_NOW_SUPPORTED
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_blackbox.fake_provider import FakeProvider, ScriptedResponse
-from pytest_blackbox.session import Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
 #: Realistic credentials: the documented prefixes followed by 40 characters.
 ANTHROPIC_KEY = "sk-ant-api03-" + "Qx7Lm2Pv9Rt4Wz8Yb1Nc6Dk3Fh5Jg0Ks2Ta7Ue4V"

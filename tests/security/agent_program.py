@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.engine.session import blackbox
 from tests.security.agent import SYSTEM, Agent, Lookup
 
 

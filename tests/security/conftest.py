@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox import exitnet
-from pytest_blackbox.options import SESSION_ENV_VARS
-from pytest_blackbox.session import LAUNCHED_VAR
+from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.engine.session import LAUNCHED_VAR
 
 #: The provider key every test starts with: not a secret worth planting, but one the SDKs accept.
 TEST_KEY = "security-suite-test-key"
@@ -29,7 +29,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    monkeypatch.setattr(exitnet, "_install", lambda: None)
+    monkeypatch.setattr(exithooks, "_install", lambda: None)
     return monkeypatch
 
 

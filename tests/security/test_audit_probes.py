@@ -19,18 +19,19 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.launcher import child_env
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import (
     BlackboxUnsupportedError,
     BlackboxUsageError,
     ReplayDivergenceError,
 )
-from pytest_blackbox.fake_provider import FakeProvider, ScriptedResponse
-from pytest_blackbox.options import SESSION_ENV_VARS
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.trace.io import load_trace
-from pytest_blackbox.trace.verify import verify_trace
+from tests import VECTORS
 
 from .agent import (
     DEFAULT_TURNS,
@@ -613,7 +614,7 @@ def test_10_a_set_fails_the_run_before_or_after_the_tool(
 
 # -- #5 (session fork): `blackbox fork <cassette> --at N … -- <command>` ---------------------------
 
-VECTOR = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "fixtures" / "traces"
+VECTOR = VECTORS / "fixtures" / "traces"
 
 
 @pytest.mark.parametrize(

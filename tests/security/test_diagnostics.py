@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.jsondiff import render_value
+from pytest_blackbox.analysis.verify import render_verify_report, verify_trace
 from pytest_blackbox.cli import main
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxError, BlackboxUsageError, ReplayDivergenceError
-from pytest_blackbox.fake_provider import FakeProvider
 from pytest_blackbox.importers import import_chat_json, import_claude_code
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-from pytest_blackbox.trace.jsondiff import render_value
-from pytest_blackbox.trace.verify import render_verify_report, verify_trace
+from tests import VECTORS
 
 from .agent import KEYS, SDKS, files_in, record, run_agent
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
 PARENT = VECTORS / "fixtures" / "traces" / "success-tool-use.v2.json"
 CANARY = "CANARY <private-7f3a>"
 #: Fragments that would show a canary was quoted, even partly or re-escaped.

@@ -23,10 +23,10 @@ import httpx
 import httpx2
 import pytest
 
-import pytest_blackbox.testrun  # noqa: F401  (the same, for the session, respx and the providers)
+import pytest_blackbox.plugin.testrun  # noqa: F401  (the same, for the session, respx and the providers)
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import OfflineRequestError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
 

@@ -22,14 +22,15 @@ import anthropic  # noqa: F401  (imported once here: in-process inner pytest run
 import openai  # noqa: F401
 import pytest
 
-import pytest_blackbox.testrun  # noqa: F401  (the same, for the session, respx and the providers)
+import pytest_blackbox.plugin.testrun  # noqa: F401  (the same, for the session, respx and the providers)
+from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
+from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxError, ReplayDivergenceError, SecretLeakError
-from pytest_blackbox.fake_provider import FakeProvider
-from pytest_blackbox.session import blackbox
+from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-from pytest_blackbox.trace.verify import verify_trace
+from tests import VECTORS
 
 from .agent import DEFAULT_TURNS, FINAL, KEYS, LITERAL_KEY, SDKS, Lookup, files_in, record, run_agent, script
 from .conftest import TEST_KEY
@@ -268,7 +269,7 @@ import anthropic
 import openai
 import pytest
 
-from pytest_blackbox.fake_provider import FakeProvider
+from pytest_blackbox.testing.fake_provider import FakeProvider
 
 KEY = os.environ["PLANTED_KEY"]
 SDK = os.environ["PLANTED_SDK"]
@@ -395,7 +396,7 @@ def test_a_realistic_key_the_session_does_not_know_is_refused_too(
 
 # -- a cassette that already holds a key (hand-edited, or recorded before the key was set) --------
 
-VECTOR = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "fixtures" / "traces"
+VECTOR = VECTORS / "fixtures" / "traces"
 
 
 def leaky_cassette(path: Path, key: str) -> Path:

@@ -1,30 +1,19 @@
-"""Fixtures for the trace tests: the shared cassette vectors, which sit next to the repository checkout.
-
-A missing vectors folder fails loudly instead of skipping: these tests are the proof that the file
-layer reads and writes the format byte for byte, and a silent skip would hide that proof.
-"""
+"""Fixtures for the trace tests: every cassette vector as a parameter."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-
-VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+from tests import vector_json
 
 
 def cassette_files() -> list[str]:
     """Every cassette vector (relative to the vectors folder), as ``expectations.json`` lists them."""
-    expectations = VECTORS_DIR / "expectations.json"
-    if not expectations.is_file():
-        raise FileNotFoundError(f"the shared cassette vectors are missing: expected {expectations}")
-    with open(expectations, encoding="utf-8", newline="") as handle:
-        return sorted(json.load(handle)["cassettes"])
+    return sorted(vector_json("expectations.json")["cassettes"])
 
 
 def read_text(path: Path) -> str:
@@ -37,19 +26,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """``cassette`` parametrizes a test over every cassette vector (a relative name, for readable ids)."""
     if "cassette" in metafunc.fixturenames:
         metafunc.parametrize("cassette", cassette_files())
-
-
-@pytest.fixture(scope="session")
-def vectors_dir() -> Path:
-    if not VECTORS_DIR.is_dir():
-        pytest.fail(f"the shared cassette vectors are missing: expected them at {VECTORS_DIR}")
-    return VECTORS_DIR
-
-
-@pytest.fixture(scope="session")
-def expectations(vectors_dir: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(read_text(vectors_dir / "expectations.json"))
-    return loaded
 
 
 @pytest.fixture

@@ -7,20 +7,16 @@ a reader of the page would see it.
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_blackbox.trace.io import load_trace
 from pytest_blackbox.trace.model import Trace
-
-VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+from tests import vector_json, vector_path
 
 SUCCESS = "fixtures/traces/success-tool-use.v2.json"
 ERROR = "fixtures/traces/error-unknown-tool.v2.json"
@@ -111,27 +107,13 @@ def parse_page(text: str) -> Node:
     return builder.root
 
 
-def vector_path(name: str) -> Path:
-    path = VECTORS_DIR / name
-    if not path.is_file():
-        pytest.fail(f"the shared cassette vectors are missing: expected {path}")
-    return path
-
-
 def vector(name: str) -> Trace:
     return load_trace(vector_path(name))
 
 
 def raw_vector(name: str) -> dict[str, Any]:
     """A vector as plain JSON, free to edit (the chain is not checked)."""
-    with open(vector_path(name), encoding="utf-8", newline="") as handle:
-        loaded: dict[str, Any] = json.load(handle)
-    return copy.deepcopy(loaded)
-
-
-def expectations() -> dict[str, Any]:
-    with open(vector_path("expectations.json"), encoding="utf-8", newline="") as handle:
-        loaded: dict[str, Any] = json.load(handle)
+    loaded: dict[str, Any] = vector_json(name)
     return loaded
 
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.analysis.view import render_diff_html, render_run_html
 from pytest_blackbox.trace.model import Trace
-from pytest_blackbox.trace.verify import verify_trace
-from pytest_blackbox.trace.view import render_diff_html, render_run_html
+from tests import vector_path
 
-from .conftest import FORK_CHILD, FORK_PARENT, TRIAGE, vector, vector_path
+from .conftest import FORK_CHILD, FORK_PARENT, TRIAGE, vector
 from .devtools import CHROMIUM, Page, chromium, png_pixels
 from .test_run_page import PAYLOAD, one_round
 

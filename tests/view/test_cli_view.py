@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.cli import main
+from tests import vector_path
 
-from .conftest import FORK_CHILD, FORK_PARENT, SUCCESS, parse_page, raw_vector, vector_path
+from .conftest import FORK_CHILD, FORK_PARENT, SUCCESS, parse_page, raw_vector
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.trace.view import CHANGED_FIELDS_SHOWN, render_diff_html
+from pytest_blackbox.analysis.view import CHANGED_FIELDS_SHOWN, render_diff_html
+from tests import vector_json
 
 from .conftest import (
     ERROR,
@@ -17,7 +18,6 @@ from .conftest import (
     TRIAGE_FIXED,
     TRIAGE_HYPOTHESIS,
     Node,
-    expectations,
     meta,
     parse_page,
     vector,
@@ -64,7 +64,7 @@ def test_fork_pairs_mark_the_first_divergence_and_collapse_the_shared_prefix(
 
 def test_changed_fields_at_the_triage_divergence_match_the_documented_paths() -> None:
     page = diff_page(TRIAGE, TRIAGE_HYPOTHESIS)
-    documented = expectations()["forks"][1]["upstreamDocumented"]["changedFields"]
+    documented = vector_json("expectations.json")["forks"][1]["upstreamDocumented"]["changedFields"]
     expected = [
         (path, "(absent)" if before is None else f'"{before}"', f'"{after}"')
         for path, before, after in documented

@@ -7,23 +7,13 @@ import hashlib
 import re
 from typing import Any, cast
 
+from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.analysis.view import FOLD_CHARS, VALUE_CAP, render_run_html
 from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-from pytest_blackbox.trace.verify import verify_trace
-from pytest_blackbox.trace.view import FOLD_CHARS, VALUE_CAP, render_run_html
+from tests import vector_path
 
-from .conftest import (
-    ERROR,
-    FORK_CHILD,
-    SUCCESS,
-    TRIAGE,
-    Node,
-    meta,
-    parse_page,
-    raw_vector,
-    vector,
-    vector_path,
-)
+from .conftest import ERROR, FORK_CHILD, SUCCESS, TRIAGE, Node, meta, parse_page, raw_vector, vector
 
 
 def run_page(name: str, **kwargs: Any) -> Node:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.analysis.view import render_diff_html
 from pytest_blackbox.cli import main
 from pytest_blackbox.trace.io import save_trace
 from pytest_blackbox.trace.model import Trace
-from pytest_blackbox.trace.view import render_diff_html
 
 from .conftest import parse_page
 from .longrun import long_run

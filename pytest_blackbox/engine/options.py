@@ -1,0 +1,190 @@
+"""Session settings: explicit options first, then ``BLACKBOX_*`` environment variables.
+
+The ``blackbox`` launcher talks to the session in the child process only through the environment,
+so every setting has a variable, and every bad value gets the message the original Blackbox
+(arda-ulas/blackbox) gives for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from ..errors import BlackboxUsageError
+from ..trace.io import parse_json
+
+Mode = Literal["off", "record", "replay", "fork"]
+Match = Literal["strict", "sequence"]
+Continue = Literal["live", "script"]
+OnDivergence = Literal["fail", "record"]
+
+MODES: tuple[Mode, ...] = ("off", "record", "replay", "fork")
+MATCHES: tuple[Match, ...] = ("strict", "sequence")
+
+#: Every variable the launcher owns; it clears stale ones before starting a child.
+SESSION_ENV_VARS = (
+    "BLACKBOX_MODE",
+    "BLACKBOX_CASSETTE",
+    "BLACKBOX_OUT",
+    "BLACKBOX_TRACE_ID",
+    "BLACKBOX_FORK_AT",
+    "BLACKBOX_FORK_SET",
+    "BLACKBOX_CONTINUE",
+    "BLACKBOX_SCRIPT",
+    "BLACKBOX_MATCH",
+    "BLACKBOX_REPORT",
+)
+
+_STEP_INDEX = re.compile(r"^(0|[1-9]\d*)$")
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """Resolved settings of one session."""
+
+    mode: Mode = "off"
+    cassette: Path | None = None
+    out: Path | None = None
+    trace_id: str | None = None
+    match: Match = "strict"
+    fork_at: int | None = None
+    fork_set: Any = _UNSET
+    continue_with: Continue | None = None
+    script: Path | None = None
+    report_path: Path | None = None
+    #: Replay only: at the first divergence, continue live and re-record from there (``new_episodes``).
+    on_divergence: OnDivergence = "fail"
+
+    @property
+    def has_fork_set(self) -> bool:
+        return self.fork_set is not _UNSET
+
+    @property
+    def resolved_trace_id(self) -> str:
+        """The trace id: explicit, else the out (or cassette) file's base name, else ``run``."""
+        if self.trace_id:
+            return self.trace_id
+        target = self.out or self.cassette
+        if target is not None and target.name:
+            return target.name[: -len(".json")] if target.name.endswith(".json") else target.name
+        return "run"
+
+
+def _choose(name: str, value: Any, env: Mapping[str, str]) -> Any:
+    if value is not None:
+        return value
+    raw = env.get(name)
+    return raw if raw not in (None, "") else None
+
+
+def _mode(value: Any) -> Mode:
+    if value is None:
+        return "off"
+    if value not in MODES:
+        raise BlackboxUsageError(f'BLACKBOX_MODE must be one of off, record, replay, fork; got "{value}"')
+    return cast(Mode, value)
+
+
+def _match(value: Any) -> Match:
+    if value is None:
+        return "strict"
+    if value not in MATCHES:
+        raise BlackboxUsageError(f'BLACKBOX_MATCH must be "strict" or "sequence"; got "{value}"')
+    return cast(Match, value)
+
+
+def _continue(value: Any) -> Continue | None:
+    if value is None:
+        return None
+    if value not in ("live", "script"):
+        raise BlackboxUsageError(f'BLACKBOX_CONTINUE must be "live" or "script"; got "{value}"')
+    return cast(Continue, value)
+
+
+def _fork_at(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and _STEP_INDEX.match(value):
+        return int(value)
+    raise BlackboxUsageError(f'BLACKBOX_FORK_AT must be a step index; got "{value}"')
+
+
+def _fork_set(explicit: Any, env: Mapping[str, str]) -> Any:
+    if explicit is not _UNSET:
+        return explicit
+    raw = env.get("BLACKBOX_FORK_SET")
+    if raw is None:
+        return _UNSET
+    try:
+        return parse_json(raw)
+    except Exception:
+        raise BlackboxUsageError("BLACKBOX_FORK_SET must be JSON (the replacement tool result)") from None
+
+
+def _on_divergence(value: Any) -> OnDivergence:
+    if value is None:
+        return "fail"
+    if value not in ("fail", "record"):
+        raise BlackboxUsageError(f'on_divergence must be "fail" or "record"; got "{value}"')
+    return cast(OnDivergence, value)
+
+
+def _path(value: Any) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _check_report_path(options: SessionOptions) -> SessionOptions:
+    """The launcher's report must never overwrite the cassette a run reads or writes."""
+    report = options.report_path
+    if report is not None and any(
+        target is not None and os.path.abspath(target) == os.path.abspath(report)
+        for target in (options.cassette, options.out)
+    ):
+        raise BlackboxUsageError(
+            "BLACKBOX_REPORT names the cassette itself; the status report needs a file of its own"
+        )
+    return options
+
+
+def resolve_options(
+    *,
+    mode: str | None = None,
+    cassette: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    trace_id: str | None = None,
+    match: str | None = None,
+    fork_at: int | str | None = None,
+    fork_set: Any = _UNSET,
+    continue_with: str | None = None,
+    script: str | os.PathLike[str] | None = None,
+    report_path: str | os.PathLike[str] | None = None,
+    on_divergence: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SessionOptions:
+    """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
+
+    ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
+    the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
+    """
+    env = os.environ if env is None else env
+    options = SessionOptions(
+        mode=_mode(_choose("BLACKBOX_MODE", mode, env)),
+        cassette=_path(_choose("BLACKBOX_CASSETTE", cassette, env)),
+        out=_path(_choose("BLACKBOX_OUT", out, env)),
+        trace_id=_choose("BLACKBOX_TRACE_ID", trace_id, env),
+        match=_match(_choose("BLACKBOX_MATCH", match, env)),
+        fork_at=_fork_at(_choose("BLACKBOX_FORK_AT", fork_at, env)),
+        fork_set=_fork_set(fork_set, env),
+        continue_with=_continue(_choose("BLACKBOX_CONTINUE", continue_with, env)),
+        script=_path(_choose("BLACKBOX_SCRIPT", script, env)),
+        report_path=_path(_choose("BLACKBOX_REPORT", report_path, env)),
+        on_divergence=_on_divergence(on_divergence),
+    )
+    return _check_report_path(options)

@@ -1,0 +1,466 @@
+"""The replay cursor: walks a recorded run and says where the agent's run departs from it.
+
+It knows nothing about HTTP or providers: the session hands it neutral requests and tool
+invocations, and it answers with recorded steps or raises ``ReplayDivergenceError``. Both match
+modes require every recorded step to be consumed and the outcome to match; ``sequence`` only skips
+the comparison of request contents.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.jsondiff import ABSENT, first_difference, render_value
+from ..errors import RecordedToolError, ReplayDivergenceError
+from ..trace.errors import CassetteError
+from ..trace.model import Trace, TraceStep
+from .concurrency import AnswerIndex
+from .options import Match
+from .tools import identical_json, same_json
+
+__all__ = ["RecordedPair", "RecordedToolError", "RecordedTurn", "ReplayCursor", "describe_outcome"]
+
+REQUEST_HINT = (
+    "The agent sent a different request than the one recorded. If the difference comes from something "
+    "nondeterministic (a timestamp, a random id), rerun with --match sequence."
+)
+TOOL_INPUT_HINT = "The agent called the tool with different arguments than it did when recording."
+OUTCOME_HINT = (
+    "Every model call matched, but the agent ended the run differently: the result or error it passed to "
+    "finish() is not the recorded one."
+)
+
+
+@dataclass
+class RecordedPair:
+    """A recorded ``tool_call`` step, its ``tool_result`` step, and whether the agent claimed it."""
+
+    call: TraceStep
+    result: TraceStep | None
+    claimed: bool = False
+
+    @property
+    def name(self) -> str:
+        return str(self.call["payload"].get("toolName", ""))
+
+    @property
+    def call_id(self) -> str:
+        return str(self.call["payload"].get("toolCallId", ""))
+
+    def answer(self) -> Any:
+        """A private copy of the recorded result, or the recorded error raised."""
+        payload = self.result["payload"] if self.result is not None else {}
+        if "error" in payload:
+            raise RecordedToolError(str(payload["error"]))
+        return copy.deepcopy(payload.get("result"))
+
+
+def describe_outcome(payload: Any) -> str:
+    """``success, result "A"`` / ``error (agent_error): "boom"`` / ``no outcome (…)``."""
+    if not isinstance(payload, dict):
+        return "no outcome (the run ended incomplete)"
+    if payload.get("event") == "run_completed":
+        return f"success, result {render_value(payload.get('result'))}"
+    detail = payload.get("message", payload.get("exitCode", payload.get("toolName")))
+    suffix = f": {render_value(detail)}" if detail is not None else ""
+    return f"error ({payload.get('reason')}){suffix}"
+
+
+@dataclass(eq=False)
+class RecordedTurn:
+    """One recorded model call: its ``model_input``, its ``model_output`` and its tool round."""
+
+    number: int
+    input: TraceStep
+    output: TraceStep | None
+    pairs: list[RecordedPair]
+    #: The index after the round's last step.
+    end: int
+    #: The call this one continues in its conversation (``None``: it starts one).
+    parent: RecordedTurn | None = None
+    children: list[RecordedTurn] = field(default_factory=list)
+    consumed: bool = False
+    settled: bool = False
+
+
+class ReplayCursor:
+    """What the agent has used of a recorded run: its model calls, and the open tool rounds.
+
+    A sequential run uses the recorded calls in order. A run with concurrent conversations uses them
+    in whatever order its requests come: each request is answered by a recorded call it equals
+    (``strict``) or by the recorded call that continues the conversation it belongs to
+    (``sequence``), and a tool invocation claims a call of any open round.
+    """
+
+    def __init__(self, trace: Trace, match: Match, secrets: Iterable[str] = ()) -> None:
+        self.trace = trace
+        self.steps = trace["steps"]
+        self.match = match
+        self.secrets = secrets
+        #: Whether every model call so far was the first unused one: only then can a replay go live.
+        self.in_order = True
+        self.last: RecordedTurn | None = None
+        self.turns: list[RecordedTurn] = []
+        self.stray: list[int] = []
+        self._by_input: dict[int, RecordedTurn] = {}
+        self._next = 0
+        self._furthest: RecordedTurn | None = None
+        self._open: dict[RecordedTurn, None] = {}
+        self._index: AnswerIndex[RecordedTurn] | None = None
+        self._by_text: dict[str, list[RecordedTurn]] | None = None
+        self._texts: dict[RecordedTurn, str] = {}
+        self.pre, self.pre_end = self._round_at(0)
+        self.pre_settled = False
+        self._read_turns()
+
+    # -- reading the cassette --------------------------------------------------------------------
+
+    def _end(self) -> int:
+        return len(self.steps) - (1 if self.terminal() is not None else 0)
+
+    def _round_at(self, index: int) -> tuple[list[RecordedPair], int]:
+        """The tool steps from ``index`` on, paired, and the index after them."""
+        pairs: list[RecordedPair] = []
+        end = self._end()
+        while index < end and self.steps[index]["type"] in ("tool_call", "tool_result"):
+            step = self.steps[index]
+            if step["type"] == "tool_call":
+                pairs.append(RecordedPair(step, None))
+            elif pairs and pairs[-1].result is None:
+                pairs[-1].result = step
+            index += 1
+        return pairs, index
+
+    def _read_turns(self) -> None:
+        index, end = self.pre_end, self._end()
+        while index < end:
+            step = self.steps[index]
+            if step["type"] != "model_input":
+                self.stray.append(index)
+                index += 1
+                continue
+            following = self.steps[index + 1] if index + 1 < end else None
+            output = following if following is not None and following["type"] == "model_output" else None
+            pairs, after = self._round_at(index + 2) if output is not None else ([], index + 1)
+            turn = RecordedTurn(len(self.turns), step, output, pairs, after)
+            self.turns.append(turn)
+            self._by_input[index] = turn
+            index = after
+
+    def _link(self) -> AnswerIndex[RecordedTurn]:
+        """Which recorded call each one continues (computed once, when first needed)."""
+        if self._index is not None:
+            return self._index
+        index: AnswerIndex[RecordedTurn] = AnswerIndex()
+        for turn in self.turns:
+            if turn.output is not None:
+                index.add(turn, turn.input["payload"], turn.output["payload"])
+        for turn in self.turns:
+            found = [t for t in index.continued(turn.input["payload"]) if t is not turn]
+            if found:
+                turn.parent = min(found, key=lambda t: (bool(t.children), t.number))
+                turn.parent.children.append(turn)
+        self._index = index
+        return index
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _render(self, value: Any) -> str:
+        return render_value(value, self.secrets)
+
+    def _diverge(self, index: int, path: str, expected: str, actual: str, hint: str | None = None) -> None:
+        raise ReplayDivergenceError(index, path, expected, actual, hint)
+
+    # -- rounds ----------------------------------------------------------------------------------
+
+    @property
+    def round(self) -> list[RecordedPair]:
+        """The open round of the last model call used (before the first call: the tools before it)."""
+        if self.last is None:
+            return [] if self.pre_settled else self.pre
+        return [] if self.last.settled else self.last.pairs
+
+    @property
+    def round_start(self) -> int:
+        """Where that round's steps start."""
+        return self.last.input["index"] + 2 if self.last is not None else 0
+
+    @property
+    def pos(self) -> int:
+        """The index after the furthest recorded step used (its round included once settled)."""
+        turn = self._furthest
+        if turn is None:
+            return self.pre_end if self.pre_settled else 0
+        return turn.end if turn.settled else turn.input["index"] + 2
+
+    def _settle_pairs(self, pairs: list[RecordedPair]) -> None:
+        for pair in pairs:
+            if not pair.claimed:
+                self._diverge(
+                    pair.call["index"],
+                    f"tool {pair.name}",
+                    f"the agent runs {pair.name} ({pair.call_id})",
+                    "the agent moved on without running it",
+                )
+
+    def _settle_pre(self) -> None:
+        if not self.pre_settled:
+            self._settle_pairs(self.pre)
+            self.pre_settled = True
+
+    def _settle_turn(self, turn: RecordedTurn) -> None:
+        if turn.consumed and not turn.settled:
+            self._settle_pairs(turn.pairs)
+            turn.settled = True
+            self._open.pop(turn, None)
+
+    def settle(self) -> None:
+        """Every open round must have run completely, in both match modes."""
+        self._settle_pre()
+        for turn in sorted(self._open, key=lambda t: t.number):
+            self._settle_turn(turn)
+
+    def _settle_before(self, turn: RecordedTurn) -> None:
+        """Before a conversation's next model call, its previous round must have run completely."""
+        self._settle_pre()
+        self._link()
+        if turn.parent is not None:
+            self._settle_turn(turn.parent)
+
+    @property
+    def model_calls(self) -> int:
+        return len(self.turns)
+
+    # -- model calls -----------------------------------------------------------------------------
+
+    def _first_unused(self) -> RecordedTurn | None:
+        while self._next < len(self.turns) and self.turns[self._next].consumed:
+            self._next += 1
+        return self.turns[self._next] if self._next < len(self.turns) else None
+
+    def _no_further(self, index: int) -> None:
+        self._diverge(
+            index,
+            "model call",
+            f"no further model call (the cassette records {self.model_calls})",
+            "the agent made another model call",
+        )
+
+    def peek_model_input(self) -> TraceStep:
+        """The next recorded ``model_input`` in order (after settling every open round)."""
+        self.settle()
+        turn = self._first_unused()
+        if turn is None:
+            self._no_further(self.pos)
+        assert turn is not None
+        return turn.input
+
+    def compare_request(self, recorded: TraceStep, actual: Any) -> None:
+        """Strict mode: the normalized request must equal the recorded one (the first difference is named)."""
+        if self.match != "strict" or identical_json(recorded["payload"], actual):
+            return
+        diff = first_difference(recorded["payload"], actual)
+        if diff is not None:
+            self._diverge(
+                recorded["index"],
+                diff.path,
+                self._render(diff.expected),
+                self._render(diff.actual),
+                REQUEST_HINT,
+            )
+
+    def take_model_output(self, recorded_input: TraceStep) -> TraceStep:
+        """Use the matched ``model_input`` and return its ``model_output``; its round opens."""
+        turn = self._use(self._by_input[recorded_input["index"]])
+        assert turn.output is not None
+        return turn.output
+
+    def _use(self, turn: RecordedTurn) -> RecordedTurn:
+        if turn.output is None:
+            index = turn.input["index"] + 1
+            raise CassetteError(
+                f"cassette step {index} should be the model output for step {turn.input['index']}",
+                step_index=index,
+            )
+        if turn is not self._first_unused():
+            self.in_order = False
+        turn.consumed = True
+        self.last = turn
+        if self._furthest is None or turn.number > self._furthest.number:
+            self._furthest = turn
+        self._open[turn] = None
+        return turn
+
+    def claim_request(self, actual: Any) -> RecordedTurn:
+        """The recorded call that answers this request; its conversation's previous round settles first.
+
+        ``strict``: the first unused recorded call equal to the request (a sequential run's next one,
+        checked first). ``sequence``: the unused recorded call that continues the conversation whose
+        recorded answer the request carries, or for a request that continues none, the closest unused
+        call that starts a conversation (or continues a used one).
+        """
+        following = self._first_unused()
+        if self.match == "strict":
+            if following is not None and identical_json(following.input["payload"], actual):
+                turn: RecordedTurn | None = following
+            else:
+                turn = self._equal_unused(actual) or self._closest_or_diverge(actual)
+        else:
+            turn = self._continuation(actual)
+        assert turn is not None
+        self._settle_before(turn)
+        return self._use(turn)
+
+    def _text(self, turn: RecordedTurn) -> str:
+        text = self._texts.get(turn)
+        if text is None:
+            text = self._texts[turn] = _sorted_text(turn.input["payload"])
+        return text
+
+    def _equal_unused(self, actual: Any) -> RecordedTurn | None:
+        if self._by_text is None:
+            self._by_text = {}
+            for turn in self.turns:
+                self._by_text.setdefault(self._text(turn), []).append(turn)
+        wanted = _sorted_text(actual)
+        return next((t for t in self._by_text.get(wanted, ()) if not t.consumed), None)
+
+    def _candidates(self, actual: Any) -> list[RecordedTurn]:
+        """The unused calls this request can stand for: the next ones of its conversation, if it has one."""
+        index = self._link()
+        exact = self.match == "strict"
+        used = [t for t in index.continued(actual, exact=exact) if t.consumed]
+        if used:
+            parent = min(used, key=lambda t: (all(c.consumed for c in t.children), t.number))
+            following = [c for c in parent.children if not c.consumed]
+            if not following:
+                self._settle_turn(parent)
+                self._no_further(parent.end)
+            return following
+        ready = [t for t in self.turns if not t.consumed and (t.parent is None or t.parent.consumed)]
+        if not ready:
+            if self.in_order:
+                self.settle()
+            self._no_further(self.pos)
+        return ready
+
+    def _closest(self, candidates: list[RecordedTurn], actual: Any) -> RecordedTurn:
+        """The candidate whose request starts with the longest run of the same canonical JSON."""
+        if len(candidates) == 1:
+            return candidates[0]
+        text = _sorted_text(actual)
+        return max(candidates, key=lambda t: (_common_prefix(self._text(t), text), -t.number))
+
+    def _continuation(self, actual: Any) -> RecordedTurn:
+        return self._closest(self._candidates(actual), actual)
+
+    def _closest_or_diverge(self, actual: Any) -> RecordedTurn:
+        """A request equal to no unused call diverges from the closest one (unless canonically equal)."""
+        turn = self._continuation(actual)
+        self._settle_before(turn)
+        diff = first_difference(turn.input["payload"], actual)
+        if diff is not None:
+            self._diverge(
+                turn.input["index"],
+                diff.path,
+                self._render(diff.expected),
+                self._render(diff.actual),
+                REQUEST_HINT,
+            )
+        return turn
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def claim_tool(self, name: str, tool_input: Any, prefer: int | None = None) -> RecordedPair:
+        """The recorded call this invocation stands for, by the same rule as recording.
+
+        Open rounds are searched with the round of ``prefer`` (the model call the invoking task or
+        thread made last) first: equal arguments anywhere, then the name alone.
+        """
+        rounds = [] if self.pre_settled else [self.pre]
+        rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
+        unclaimed = [p for pairs in rounds for p in pairs if not p.claimed]
+        named = [p for p in unclaimed if p.name == name]
+        exact = next((p for p in named if same_json(p.call["payload"].get("toolInput"), tool_input)), None)
+        pair = exact or (named[0] if named else None)
+        if pair is None:
+            preferred = self.turns[prefer] if prefer is not None and 0 <= prefer < len(self.turns) else None
+            listed = ", ".join(p.name for p in unclaimed) or "none"
+            self._diverge(
+                preferred.input["index"] + 2 if preferred is not None and preferred.consumed else self.pos,
+                f"tool {name}",
+                f"no call to {name} here (open recorded calls: {listed})",
+                f"the agent runs {name}",
+            )
+        assert pair is not None
+        if exact is None and self.match == "strict":
+            self._diverge(
+                pair.call["index"],
+                f"tool {name} input",
+                self._render(pair.call["payload"].get("toolInput", ABSENT)),
+                self._render(tool_input),
+                TOOL_INPUT_HINT,
+            )
+        pair.claimed = True
+        return pair
+
+    # -- going live (new episodes) ----------------------------------------------------------------
+
+    def live_cut(self) -> tuple[int, list[RecordedPair], TraceStep | None]:
+        """Where a recording that continues this replay must start (only for an in-order replay).
+
+        Returns the number of steps to copy verbatim, the tool calls of the open round that the
+        agent already ran (answered from the cassette), and the model output that opened the round.
+        """
+        round_ = self.round
+        if not round_:
+            return self.pos, [], None
+        opener = self.steps[self.round_start - 1] if self.round_start > 0 else None
+        return self.round_start, [pair for pair in round_ if pair.claimed], opener
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    def terminal(self) -> TraceStep | None:
+        last = self.steps[-1] if self.steps else None
+        return last if last is not None and last["type"] == "metadata" else None
+
+    def finish(self, outcome: Any) -> int:
+        """Check that every round ran, every call was used, and the outcome; returns the steps replayed."""
+        self.settle()
+        unused = [t for t in self.turns if not t.consumed]
+        first = min([t.input["index"] for t in unused] + self.stray, default=None)
+        if first is not None:
+            payload = self.steps[first]["payload"]
+            expected = (
+                f"{len(unused)} more model call(s)"
+                if unused
+                else f"the agent runs {payload.get('toolName') if isinstance(payload, dict) else None}"
+            )
+            self._diverge(first, "end of run", expected, "the agent finished")
+        terminal = self.terminal()
+        recorded = terminal["payload"] if terminal is not None else None
+        if not same_json(recorded, outcome):
+            index = terminal["index"] if terminal is not None else len(self.steps)
+            self._diverge(
+                index, "outcome", describe_outcome(recorded), describe_outcome(outcome), OUTCOME_HINT
+            )
+        return len(self.steps)
+
+
+_sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common start of two strings (by halving: C-speed comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

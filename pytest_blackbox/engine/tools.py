@@ -1,0 +1,151 @@
+"""Wrapped tools: how an invocation is turned into a tool argument and matched to the model's request.
+
+A wrapped tool keeps its signature and its sync/async nature; the session decides whether it really
+runs (record) or answers from the cassette (replay). Matching follows the original Blackbox
+(arda-ulas/blackbox): an invocation claims an open call of the current model turn with the same name
+and canonically equal arguments, else the first open call with that name; identical duplicates are
+matched in invocation order.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from ..trace.canonical import canonical_json
+from ..trace.errors import CanonicalJSONError
+from ..trace.model import ToolCallRef
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def tool_input_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The JSON tool input of one invocation: as close as possible to the input the model asked for.
+
+    No arguments give ``{}``; one positional mapping gives that mapping (an agent calling
+    ``tool(model_input)``); keyword arguments only give them as an object (``tool(**model_input)``).
+    Anything else is bound to the parameter names, so ``tool("Paris")`` and ``tool(city="Paris")``
+    record the same ``{"city": "Paris"}`` the model asked for. That matters for matching: an
+    invocation claims the requested call with equal arguments, so ``get_weather("Rome")`` must find
+    the ``{"city": "Rome"}`` call and not just the first ``get_weather`` call of the turn. A callable
+    whose signature cannot be read or bound gives the single argument itself, or the list of them.
+    """
+    if not args and not kwargs:
+        return {}
+    if len(args) == 1 and not kwargs and isinstance(args[0], Mapping):
+        return args[0]
+    if not args:
+        return dict(kwargs)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return _unbound(args, kwargs)
+    named: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            return _unbound(args, kwargs)  # ``*args`` has no names to bind to
+        if kind is inspect.Parameter.VAR_KEYWORD:
+            named.update(value)
+        else:
+            named[name] = value
+    return named
+
+
+def _unbound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if len(args) == 1 and not kwargs:
+        return args[0]
+    return [*args, kwargs] if kwargs else list(args)
+
+
+_sorted_dumps = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
+
+
+def identical_json(a: Any, b: Any) -> bool:
+    """A fast, sufficient test of canonical equality (the C encoder, no JavaScript number rules).
+
+    Equal ``json.dumps`` texts mean equal values of equal types, so equal canonical JSON too. The
+    converse does not hold (``1`` and ``1.0`` are canonically equal), so ``False`` only means "look
+    closer". This keeps replaying a long conversation cheap: every request is compared whole.
+    """
+    try:
+        return bool(_sorted_dumps(a) == _sorted_dumps(b))
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Canonical equality; values with no JSON form are never equal."""
+    if identical_json(a, b):
+        return True
+    try:
+        return canonical_json(a) == canonical_json(b)
+    except CanonicalJSONError:
+        return False
+
+
+@dataclass
+class Claim:
+    """One requested call and whether an invocation has claimed it yet."""
+
+    ref: ToolCallRef
+    claimed: bool = False
+
+
+@dataclass
+class OpenCalls:
+    """The calls one model turn requested, claimed by invocations in the matching rule's order."""
+
+    claims: list[Claim] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, refs: list[ToolCallRef]) -> OpenCalls:
+        return cls([Claim(ref) for ref in refs])
+
+    def claim(self, name: str, tool_input: Any) -> ToolCallRef | None:
+        """Claim the best open call for this invocation, or ``None`` when none has that name."""
+        open_named = [c for c in self.claims if not c.claimed and c.ref["toolName"] == name]
+        best = next((c for c in open_named if same_json(c.ref["toolInput"], tool_input)), None)
+        chosen = best or (open_named[0] if open_named else None)
+        if chosen is None:
+            return None
+        chosen.claimed = True
+        return chosen.ref
+
+    def unclaimed(self) -> list[ToolCallRef]:
+        return [c.ref for c in self.claims if not c.claimed]
+
+
+class ToolHost(Protocol):
+    """What a wrapped tool reports to: the session."""
+
+    def run_tool(self, name: str, tool_input: Any, call: Callable[[], Any]) -> Any: ...
+
+    async def run_tool_async(self, name: str, tool_input: Any, call: Callable[[], Awaitable[Any]]) -> Any: ...
+
+
+def wrap_tool(host: ToolHost, name: str, fn: F) -> F:
+    """Wrap ``fn`` so every invocation goes through ``host`` under the tool name ``name``."""
+    if not callable(fn):
+        raise TypeError(f"tool {name!r} must be callable")
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            __tracebackhide__ = True
+            return await host.run_tool_async(
+                name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs)
+            )
+
+        return async_wrapper  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        return host.run_tool(name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs))
+
+    return wrapper  # type: ignore[return-value]
