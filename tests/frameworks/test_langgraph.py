@@ -48,6 +48,7 @@ from .conftest import (
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
+    InnerSuite,
     TravelTools,
     payload,
     step_types,
@@ -226,3 +227,57 @@ def test_strict_replay_fails_on_changed_instructions(
     with pytest.raises(ReplayDivergenceError) as finished:
         bb.finish()
     assert finished.value is error
+
+
+#: A user's test file: the plugin's ``blackbox`` fixture and LangChain's prebuilt agent over ChatAnthropic,
+#: which reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a replay gets a placeholder key).
+INNER_TEST = '''
+import os
+
+import pytest
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city."""
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    agent = create_agent(
+        ChatAnthropic(model="claude-sonnet-5-5", max_tokens=1024),
+        tools=[blackbox.tool("get_weather", get_weather)],
+        system_prompt="You are a travel assistant.",
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "What's the weather in Paris?"}]})
+    assert result["messages"][-1].text == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    inner.pytester.makepyfile(test_agent=INNER_TEST)
+    cassette = inner.cassette("test_agent", "test_weather")
+
+    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
+    first.assert_outcomes(passed=1)
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
+    assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
+    recorded = cassette.read_bytes()
+
+    fake_provider.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    second = inner.run(expect_tool_calls="")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+    assert cassette.read_bytes() == recorded
