@@ -21,6 +21,7 @@ from .errors import (
 if TYPE_CHECKING:
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
+    from .engine.mcp import MCPClient, mcp_client
     from .engine.replay import RecordedToolError
     from .engine.session import RunReport, Session, blackbox
     from .trace.io import load_trace, save_trace
@@ -31,6 +32,7 @@ __all__ = [
     "BlackboxUnsupportedError",
     "BlackboxUsageError",
     "CassetteError",
+    "MCPClient",
     "RecordedToolError",
     "ReplayDivergenceError",
     "RunReport",
@@ -41,11 +43,14 @@ __all__ = [
     "blackbox",
     "fork_run",
     "load_trace",
+    "mcp_client",
     "save_trace",
     "verify_trace",
 ]
 
 _LAZY = {
+    "MCPClient": "engine.mcp",
+    "mcp_client": "engine.mcp",
     "RecordedToolError": "engine.replay",
     "RunReport": "engine.session",
     "Session": "engine.session",

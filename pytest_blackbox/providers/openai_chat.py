@@ -145,7 +145,7 @@ def _role(raw: Any, index: int) -> Any:
     """The role of a checked message: every message is checked before it is used."""
     at = f"messages[{index}]"
     message = require_object(raw, at)
-    if message.get("name") is not None:
+    if message.get("name") is not None and message.get("role") != "tool":  # a tool's: see _tool_result
         unsupported(
             "a message name", "leave name out; message names are not recorded in this version", f"{at}.name"
         )
@@ -208,8 +208,18 @@ def _content_text(content: Any, at: str) -> str:
 
 
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
-    """A tool message's content is kept as the text the agent sent: never parsed, never an error."""
+    """A tool message's content is kept as the text the agent sent: never parsed, never an error.
+
+    A ``name`` is accepted when it is the called function's (instructor sends one with each re-ask):
+    the recorded ``toolName`` already says it. Any other name would be lost, so it is refused.
+    """
     call_id, name = ids.resolve(require_str(message.get("tool_call_id"), f"{at}.tool_call_id"))
+    if message.get("name") not in (None, name):
+        unsupported(
+            "a tool message name other than its call's function name",
+            "leave name out, or send the name of the function called",
+            f"{at}.name",
+        )
     text = _content_text(message.get("content"), f"{at}.content")
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
 

@@ -211,6 +211,25 @@ def test_a_tool_message_saying_error_is_still_a_result() -> None:
     ]
 
 
+def test_a_tool_message_naming_its_function_records_like_one_without_a_name() -> None:
+    """instructor names the function in each re-ask's tool message; the recorded toolName says it already."""
+    named, unnamed = CallIds(), CallIds()
+    named.neutral("call_A", "f")
+    unnamed.neutral("call_A", "f")
+    message = {"role": "tool", "tool_call_id": "call_A", "content": "invalid"}
+    assert messages_of({**message, "name": "f"}, ids=named) == messages_of(message, ids=unnamed)
+
+
+def test_a_tool_message_naming_another_function_is_refused() -> None:
+    ids = CallIds()
+    ids.neutral("call_A", "f")
+    message = refusal_message(
+        lambda: messages_of({"role": "tool", "tool_call_id": "call_A", "content": "x", "name": "g"}, ids=ids)
+    )
+    assert message.startswith("a tool message name other than its call's function name is not supported yet")
+    assert message.endswith("(messages[0].name)")
+
+
 def test_tools_map_to_neutral_definitions() -> None:
     tools = [
         {"type": "function", "function": {"name": "a", "description": "A", "parameters": {"type": "object"}}},

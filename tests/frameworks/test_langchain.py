@@ -1,0 +1,312 @@
+"""LangChain chat models with bound tools record and replay, over Anthropic, Chat Completions and Responses.
+
+LangChain builds a tool from the function (``tool`` reads the signature, and the docstring with
+``parse_docstring=True``), so the function is wrapped first: ``tool(bb.tool("get_weather",
+get_weather))``. The agent loop is the one LangChain documents for ``bind_tools``: invoke the model,
+run each requested tool with ``tool.invoke(call)``, send the ``ToolMessage`` back, until the model
+answers. The chat models build their own SDK clients, pointed at the fake provider by ``base_url``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "langchain_core", reason="LangChain is not installed (pip install 'pytest-blackbox[frameworks]')"
+)
+pytest.importorskip("langchain_anthropic", reason="langchain-anthropic is not installed")
+pytest.importorskip("langchain_openai", reason="langchain-openai is not installed")
+
+import anthropic
+import openai
+from langchain_anthropic import ChatAnthropic
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool, tool
+from langchain_openai import ChatOpenAI
+
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.errors import ReplayDivergenceError
+from pytest_blackbox.testing.fake_provider import FakeProvider
+
+from .conftest import (
+    CHANGED_INSTRUCTIONS,
+    INSTRUCTIONS,
+    LOCAL_TIME,
+    WEATHER,
+    InnerSuite,
+    TravelTools,
+    payload,
+    step_types,
+    tool_results,
+)
+
+PROMPT = "What's the weather and the local time in Paris?"
+FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
+CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+CITY_SCHEMA = {
+    "properties": {"city": {"description": "City name, e.g. Paris.", "type": "string"}},
+    "required": ["city"],
+    "type": "object",
+}
+TOOL_DEFINITIONS = [
+    {"name": "get_weather", "description": "Current weather for a city.", "inputSchema": CITY_SCHEMA},
+    {"name": "get_time", "description": "Local time in a city.", "inputSchema": CITY_SCHEMA},
+]
+CALL_REFS: list[dict[str, Any]] = [
+    {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
+    {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {"city": "Paris"}},
+]
+STEP_TYPES = [
+    "model_input",
+    "model_output",
+    *["tool_call", "tool_result"] * 2,
+    "model_input",
+    "model_output",
+    "metadata",
+]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One chat model class and one way of calling it: ``invoke``, ``ainvoke`` or ``stream``."""
+
+    api: str
+    style: str = "sync"
+
+    def model(self, root: str) -> BaseChatModel:
+        if self.api == "anthropic":
+            return ChatAnthropic(model_name="claude-sonnet-5-5", base_url=root, max_tokens_to_sample=1024)
+        return ChatOpenAI(
+            model="gpt-5", base_url=root + "/v1", use_responses_api=self.api == "openai-responses"
+        )
+
+    def script(self, fake: FakeProvider) -> None:
+        """The model's two turns: both tools at once, then the answer."""
+        queue: Callable[..., None] = {
+            "anthropic": fake.queue_anthropic_tool_calls,
+            "openai-chat": fake.queue_openai_tool_calls,
+            "openai-responses": fake.queue_responses_tool_calls,
+        }[self.api]
+        queue(CALLS)
+        queue([], text=FINAL)
+
+    @property
+    def streamed(self) -> bool:
+        return self.style == "stream"
+
+
+FLAVORS = [
+    pytest.param(Flavor(api, style), id=f"{api}-{style}")
+    for api in ("anthropic", "openai-chat", "openai-responses")
+    for style in ("sync", "async", "stream")
+]
+
+
+def make_tools(bb: Session, tools: TravelTools) -> list[BaseTool]:
+    """The recipe: wrap each function with the session, then let LangChain build the tool from it."""
+    return [
+        tool(bb.tool("get_weather", tools.get_weather), parse_docstring=True),
+        tool(bb.tool("get_time", tools.get_time), parse_docstring=True),
+    ]
+
+
+def run_sync(flavor: Flavor, model: Any, tools: dict[str, BaseTool], messages: list[BaseMessage]) -> str:
+    while True:
+        if flavor.streamed:
+            chunks = [chunk for chunk in model.stream(messages)]
+            reply: AIMessage = sum(chunks[1:], chunks[0])
+        else:
+            reply = model.invoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            return str(reply.text)
+        messages.extend(tools[call["name"]].invoke(call) for call in reply.tool_calls)
+
+
+async def run_async(model: Any, tools: dict[str, BaseTool], messages: list[BaseMessage]) -> str:
+    while True:
+        reply = await model.ainvoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            return str(reply.text)
+        messages.extend(await asyncio.gather(*(tools[c["name"]].ainvoke(c) for c in reply.tool_calls)))
+
+
+def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    """The loop LangChain documents for ``bind_tools``: call the model, run the tools it asks for, repeat."""
+    tools = make_tools(bb, travel)
+    model = flavor.model(root).bind_tools(tools)
+    messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(PROMPT)]
+    by_name = {t.name: t for t in tools}
+    if flavor.style == "async":
+        return asyncio.run(run_async(model, by_name, messages))
+    return run_sync(flavor, model, by_name, messages)
+
+
+@dataclass
+class Recording:
+    path: Path
+    root: str
+
+
+@pytest.fixture(params=FLAVORS)
+def flavor(request: pytest.FixtureRequest) -> Flavor:
+    result: Flavor = request.param
+    return result
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+) -> Recording:
+    """The conversation recorded against the fake, which is then stopped: a replay has no server."""
+    flavor.script(fake_provider)
+    path = tmp_path / "langchain.json"
+    tools = TravelTools()
+    bb = sessions(mode="record", out=path)
+    answer = run(flavor, fake_provider.base_url, bb, tools)
+    bb.finish(result=answer)
+    assert answer == FINAL
+    assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
+    assert fake_provider.pending == 0
+    assert [bool(r.json.get("stream")) for r in fake_provider.requests] == [flavor.streamed] * 2
+    root = fake_provider.base_url
+    fake_provider.stop()
+    return Recording(path, root)
+
+
+def test_the_recording_holds_the_whole_run(recorded: Recording) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    assert (first["systemPrompt"], first["messages"]) == (INSTRUCTIONS, [{"role": "user", "content": PROMPT}])
+    assert payload(recorded.path, 1) == {"type": "tool_calls", "calls": CALL_REFS}
+    assert tool_results(recorded.path) == [("get_weather", WEATHER), ("get_time", LOCAL_TIME)]
+    assert payload(recorded.path, 7) == {"type": "final_answer", "text": FINAL}
+    assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_wrapped_tools_keep_the_definitions_langchain_reads(recorded: Recording) -> None:
+    """Name, docstring and the parameter's description reach the model through the wrapper unchanged."""
+    assert payload(recorded.path, 0)["tools"] == TOOL_DEFINITIONS
+
+
+def test_the_tool_results_go_back_to_the_model(recorded: Recording) -> None:
+    """LangChain sends a dict result as ``json.dumps`` of it: the agent got the wrapped tool's value."""
+    assert payload(recorded.path, 6)["messages"][1:] == [
+        {"role": "assistant", "content": [{"type": "tool_use", **ref} for ref in CALL_REFS]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "toolCallId": "call-0",
+                    "toolName": "get_weather",
+                    "result": json.dumps(WEATHER),
+                },
+                {"type": "tool_result", "toolCallId": "call-1", "toolName": "get_time", "result": LOCAL_TIME},
+            ],
+        },
+    ]
+
+
+def test_replay_is_offline_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    attempts = no_network()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    answer = run(flavor, recorded.root, bb, tools)
+    report = bb.finish(result=answer)
+    assert answer == FINAL
+    assert tools.calls == []
+    assert attempts == []
+    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 9, 9)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    """LangChain raises the SDK's own error for the 400 that carries the divergence."""
+    no_network()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
+    with pytest.raises(expected) as rejected:
+        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
+    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
+    error = bb.error
+    assert isinstance(error, ReplayDivergenceError)
+    assert (error.step_index, error.path) == (0, "systemPrompt")
+    assert (error.expected, error.actual) == (json.dumps(INSTRUCTIONS), json.dumps(CHANGED_INSTRUCTIONS))
+    assert tools.calls == []
+    with pytest.raises(ReplayDivergenceError) as finished:
+        bb.finish()
+    assert finished.value is error
+
+
+#: A user's test file: the plugin's ``blackbox`` fixture, and ChatAnthropic reading ANTHROPIC_BASE_URL
+#: and ANTHROPIC_API_KEY (a replay gets a placeholder key).
+INNER_TEST = '''
+import os
+
+import pytest
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import tool
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city.
+
+    Args:
+        city: City name, e.g. Paris.
+    """
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    weather = tool(blackbox.tool("get_weather", get_weather), parse_docstring=True)
+    model = ChatAnthropic(model="claude-sonnet-5-5", max_tokens=1024).bind_tools([weather])
+    messages = [SystemMessage("You are a travel assistant."), HumanMessage("What's the weather in Paris?")]
+    reply = model.invoke(messages)
+    while reply.tool_calls:
+        messages += [reply, *(weather.invoke(call) for call in reply.tool_calls)]
+        reply = model.invoke(messages)
+    assert reply.text == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    inner.pytester.makepyfile(test_agent=INNER_TEST)
+    cassette = inner.cassette("test_agent", "test_weather")
+
+    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
+    first.assert_outcomes(passed=1)
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
+    assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
+    recorded = cassette.read_bytes()
+
+    fake_provider.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    second = inner.run(expect_tool_calls="")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+    assert cassette.read_bytes() == recorded

@@ -1,0 +1,283 @@
+"""LangGraph ReAct agents record and replay: LangChain's prebuilt ``create_agent``, and a graph of its own
+built from LangGraph's prebuilt ``ToolNode`` and ``tools_condition``.
+
+Both take the tool functions and build the tools from them, so each function is wrapped first and the
+wrapper handed over: ``create_agent(model, tools=[bb.tool("get_weather", get_weather)])``. The
+``ToolNode`` runs the two tools the model asks for at once (threads for a sync run, tasks for an async
+one); the recording still lists them in the model's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "langgraph", reason="LangGraph is not installed (pip install 'pytest-blackbox[frameworks]')"
+)
+pytest.importorskip(
+    "langchain", reason="langchain is not installed (pip install 'pytest-blackbox[frameworks]')"
+)
+
+import anthropic
+import openai
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.errors import ReplayDivergenceError
+from pytest_blackbox.testing.fake_provider import FakeProvider
+
+from .conftest import (
+    CHANGED_INSTRUCTIONS,
+    INSTRUCTIONS,
+    LOCAL_TIME,
+    WEATHER,
+    InnerSuite,
+    TravelTools,
+    payload,
+    step_types,
+    tool_results,
+)
+
+PROMPT = "What's the weather and the local time in Paris?"
+FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
+CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+CALL_REFS: list[dict[str, Any]] = [
+    {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
+    {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {"city": "Paris"}},
+]
+STEP_TYPES = [
+    "model_input",
+    "model_output",
+    *["tool_call", "tool_result"] * 2,
+    "model_input",
+    "model_output",
+    "metadata",
+]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """Which agent graph, which chat model, and ``invoke`` or ``ainvoke``."""
+
+    graph: str
+    api: str
+    style: str = "sync"
+
+    def model(self, root: str) -> BaseChatModel:
+        if self.api == "anthropic":
+            return ChatAnthropic(model_name="claude-sonnet-5-5", base_url=root, max_tokens_to_sample=1024)
+        return ChatOpenAI(model="gpt-5", base_url=root + "/v1")
+
+    def script(self, fake: FakeProvider) -> None:
+        queue = fake.queue_anthropic_tool_calls if self.api == "anthropic" else fake.queue_openai_tool_calls
+        queue(CALLS)
+        queue([], text=FINAL)
+
+    def agent(self, root: str, tools: list[Callable[..., Any]], instructions: str) -> CompiledStateGraph[Any]:
+        if self.graph == "create-agent":
+            return create_agent(self.model(root), tools=tools, system_prompt=instructions)
+        return tool_node_graph(self.model(root), tools, instructions)
+
+
+FLAVORS = [
+    pytest.param(Flavor(graph, api, style), id=f"{graph}-{api}-{style}")
+    for graph in ("create-agent", "tool-node")
+    for api in ("anthropic", "openai-chat")
+    for style in ("sync", "async")
+]
+
+
+def tool_node_graph(model: BaseChatModel, tools: list[Callable[..., Any]], instructions: str) -> Any:
+    """The ReAct loop LangGraph documents: a model node, a ``ToolNode``, and ``tools_condition`` between."""
+    bound = model.bind_tools(tools)
+
+    def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [bound.invoke([SystemMessage(instructions), *state["messages"]])]}
+
+    async def acall_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await bound.ainvoke([SystemMessage(instructions), *state["messages"]])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", RunnableLambda(call_model, afunc=acall_model))
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    """The recipe: hand the agent the wrapped functions."""
+    tools = [bb.tool("get_weather", travel.get_weather), bb.tool("get_time", travel.get_time)]
+    agent = flavor.agent(root, tools, instructions)
+    state = {"messages": [HumanMessage(PROMPT)]}
+    result = asyncio.run(agent.ainvoke(state)) if flavor.style == "async" else agent.invoke(state)
+    return str(result["messages"][-1].text)
+
+
+@dataclass
+class Recording:
+    path: Path
+    root: str
+
+
+@pytest.fixture(params=FLAVORS)
+def flavor(request: pytest.FixtureRequest) -> Flavor:
+    result: Flavor = request.param
+    return result
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+) -> Recording:
+    """The run recorded against the fake, which is then stopped: a replay has no server."""
+    flavor.script(fake_provider)
+    path = tmp_path / "langgraph.json"
+    tools = TravelTools()
+    bb = sessions(mode="record", out=path)
+    answer = run(flavor, fake_provider.base_url, bb, tools)
+    bb.finish(result=answer)
+    assert answer == FINAL
+    assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
+    assert fake_provider.pending == 0
+    root = fake_provider.base_url
+    fake_provider.stop()
+    return Recording(path, root)
+
+
+def test_the_recording_holds_the_whole_run(recorded: Recording) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    assert (first["systemPrompt"], first["messages"]) == (INSTRUCTIONS, [{"role": "user", "content": PROMPT}])
+    assert [definition["name"] for definition in first["tools"]] == ["get_weather", "get_time"]
+    assert payload(recorded.path, 1) == {"type": "tool_calls", "calls": CALL_REFS}
+    assert tool_results(recorded.path) == [("get_weather", WEATHER), ("get_time", LOCAL_TIME)]
+    assert payload(recorded.path, 6)["messages"][2]["content"] == [
+        {
+            "type": "tool_result",
+            "toolCallId": "call-0",
+            "toolName": "get_weather",
+            "result": json.dumps(WEATHER),
+        },
+        {"type": "tool_result", "toolCallId": "call-1", "toolName": "get_time", "result": LOCAL_TIME},
+    ]
+    assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_the_wrapper_is_invisible_to_langchain(recorded: Recording, flavor: Flavor) -> None:
+    """The recorded definitions are the ones LangChain makes of the unwrapped functions: ``create_agent``
+    turns a function into a tool (the whole docstring describes it), ``bind_tools`` parses the docstring."""
+    travel = TravelTools()
+    converted = [
+        convert_to_openai_tool(tool(fn) if flavor.graph == "create-agent" else fn)["function"]
+        for fn in (travel.get_weather, travel.get_time)
+    ]
+    assert payload(recorded.path, 0)["tools"] == [
+        {"name": c["name"], "description": c["description"], "inputSchema": c["parameters"]}
+        for c in converted
+    ]
+
+
+def test_replay_is_offline_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    attempts = no_network()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    answer = run(flavor, recorded.root, bb, tools)
+    report = bb.finish(result=answer)
+    assert answer == FINAL
+    assert tools.calls == []
+    assert attempts == []
+    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 9, 9)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+) -> None:
+    no_network()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
+    with pytest.raises(expected) as rejected:
+        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
+    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
+    error = bb.error
+    assert isinstance(error, ReplayDivergenceError)
+    assert (error.step_index, error.path) == (0, "systemPrompt")
+    assert tools.calls == []
+    with pytest.raises(ReplayDivergenceError) as finished:
+        bb.finish()
+    assert finished.value is error
+
+
+#: A user's test file: the plugin's ``blackbox`` fixture and LangChain's prebuilt agent over ChatAnthropic,
+#: which reads ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a replay gets a placeholder key).
+INNER_TEST = '''
+import os
+
+import pytest
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city."""
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    agent = create_agent(
+        ChatAnthropic(model="claude-sonnet-5-5", max_tokens=1024),
+        tools=[blackbox.tool("get_weather", get_weather)],
+        system_prompt="You are a travel assistant.",
+    )
+    result = agent.invoke({"messages": [{"role": "user", "content": "What's the weather in Paris?"}]})
+    assert result["messages"][-1].text == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    inner.pytester.makepyfile(test_agent=INNER_TEST)
+    cassette = inner.cassette("test_agent", "test_weather")
+
+    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
+    first.assert_outcomes(passed=1)
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
+    assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
+    recorded = cassette.read_bytes()
+
+    fake_provider.stop()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    second = inner.run(expect_tool_calls="")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+    assert cassette.read_bytes() == recorded
