@@ -45,18 +45,15 @@ from . import exithooks
 from .concurrency import ConcurrentRecording, Turn, inside_tool, last_call, note_call, running_tool
 from .fork import SessionFork, synthesized_reply
 from .jsonvalue import to_json_value
+from .keys import OFFLINE_PLACEHOLDER_KEY, environment_keys, header_secrets
 from .options import _UNSET, SessionOptions, resolve_options
 from .replay import RecordedPair, RecordedToolError, ReplayCursor
 from .tools import OpenCalls, wrap_tool
 
-__all__ = ["OFFLINE_PLACEHOLDER_KEY", "RunReport", "Session", "blackbox"]
+__all__ = ["RunReport", "Session", "blackbox"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Set as the provider key in offline runs so SDK constructors start; nothing is sent with it.
-OFFLINE_PLACEHOLDER_KEY = "blackbox-offline-placeholder"
-PROVIDER_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-_SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
 OVERLAP_MESSAGE = (
     "overlapping model calls are recorded only in record mode, not in a fork or after a replay went live "
     '(on_divergence="record"); await each call before the next in these runs'
@@ -231,8 +228,8 @@ class Session:
             self._cursor = ReplayCursor(self._fork.parent, self.options.match, self._secrets)
 
     def _collect_env_secrets(self, env: Mapping[str, str]) -> None:
-        for name in PROVIDER_KEY_VARS:
-            self._add_secret(env.get(name, ""))
+        for value in environment_keys(env).values():
+            self._add_secret(value)
 
     def _add_secret(self, value: str) -> None:
         value = value.strip()
@@ -240,9 +237,8 @@ class Session:
             self._secrets.add(value)
 
     def _collect_header_secrets(self, headers: Iterable[tuple[str, str]]) -> None:
-        for name, value in headers:
-            if name.lower() in _SECRET_HEADERS:
-                self._add_secret(value[7:] if value.lower().startswith("bearer ") else value)
+        for value in header_secrets(headers):
+            self._add_secret(value)
 
     def start(self) -> Session:
         """Start intercepting model calls (a no-op in ``off`` mode)."""
