@@ -265,10 +265,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 def list_line(name: str, trace: Trace, keys: Sequence[str] = ()) -> str:
     """``name  id=… v=2 steps=N status=success created=YYYY-MM-DD`` for one valid cassette."""
-    outcome = terminal_outcome(trace)
-    status: str = outcome.status
-    if outcome.status == "error":
-        status = f"error/{outcome.failure_reason or 'unknown'}"
+    status = terminal_outcome(trace).label
     created = iso_time(trace["createdAt"])[:10]
     return (
         f"{name}  id={mask(str(trace['id']), keys)} v={trace['version']} steps={len(trace['steps'])} "

@@ -206,20 +206,13 @@ def _add_import(sub: argparse._SubParsersAction[Any]) -> None:
     imp.set_defaults(func=_import)
 
 
-def _status(trace: Trace) -> str:
-    outcome = terminal_outcome(trace)
-    if outcome.status == "error" and outcome.failure_reason:
-        return f"error/{outcome.failure_reason}"
-    return outcome.status
-
-
 def _demo(args: argparse.Namespace) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     for name in names:
         path = Path(args.out_dir) / SCENARIOS[name].file_name
         trace = run_demo(name)
         save_trace(trace, path)
-        print(f"{_MARK} demo  wrote {path} ({len(trace['steps'])} steps, {_status(trace)})")
+        print(f"{_MARK} demo  wrote {path} ({len(trace['steps'])} steps, {terminal_outcome(trace).label})")
     return 0
 
 
@@ -263,7 +256,7 @@ def run_demo_fork(args: argparse.Namespace) -> int:
     save_trace(result.child_trace, out)
     child = result.child_trace
     copied = _copied_steps(result.prefix_length)
-    summary = f"{len(child['steps'])} steps, {_status(child)}"
+    summary = f"{len(child['steps'])} steps, {terminal_outcome(child).label}"
     print(f"{_MARK} fork  wrote {out} ({summary}); {copied} from {args.trace}, {changed}")
     if result.final_answer is not None:
         print(f"  answer: {truncate_masked(result.final_answer, 200, api_keys())}")
@@ -523,7 +516,7 @@ def _import(args: argparse.Namespace) -> int:
         ("From:", f"{args.input} ({args.source})"),
         ("Out:", args.out),
         ("Steps:", str(len(trace["steps"]))),
-        ("Status:", _status(trace)),
+        ("Status:", terminal_outcome(trace).label),
         ("Tools:", truncate_masked(" → ".join(tools), 400, api_keys()) if tools else "(none)"),
     )
     print(f"{_MARK} import")

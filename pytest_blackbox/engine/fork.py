@@ -28,7 +28,7 @@ from ..interception import Reply
 from ..providers.common import final_answer, tool_calls_output
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_json, same_file
-from ..trace.model import Trace, TraceStep
+from ..trace.model import ModelOutput, ToolCallRef, Trace, TraceStep
 from ..trace.recorder import TraceRecorder
 from .options import Continue, Match, SessionOptions, resolve_options
 from .replay import TOOL_INPUT_HINT, RecordedPair
@@ -366,7 +366,7 @@ class SessionFork:
             )
         self._check_served()
 
-    def next_output(self, ids: providers.CallIds) -> dict[str, Any]:
+    def next_output(self, ids: providers.CallIds) -> ModelOutput:
         """The next scripted reply as a ``model_output`` payload; its calls get fresh ``call-N`` ids."""
         if self.replies >= len(self.script):
             raise ForkError(
@@ -378,7 +378,7 @@ class SessionFork:
         text = entry.get("text", "")
         if entry["type"] == "final_answer":
             return final_answer(text, None)
-        calls = [
+        calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.fresh(),
                 "toolName": call["toolName"],

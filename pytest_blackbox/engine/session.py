@@ -37,8 +37,16 @@ from ..errors import (
 )
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..trace.io import load_trace, parse_trace, save_trace
-from ..trace.model import Trace, TraceStep
-from ..trace.payloads import model_output_text, tool_calls_of
+from ..trace.model import Terminal, Trace, TraceStep
+from ..trace.payloads import (
+    agent_error,
+    calls_in_flight,
+    model_output_text,
+    outcome_of,
+    process_exit,
+    run_completed,
+    tool_calls_of,
+)
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import contains_secret, known_secrets, mask
 from . import exithooks
@@ -688,25 +696,17 @@ class Session:
 
     # -- finishing -------------------------------------------------------------------------------
 
-    def _terminal_payload(self, result: Any, error: Any, steps: list[TraceStep]) -> dict[str, Any] | None:
+    def _terminal_payload(self, result: Any, error: Any, steps: list[TraceStep]) -> Terminal | None:
         if error is not _UNSET and error is not None:
             message = error if isinstance(error, str) else (str(error) or type(error).__name__)
-            return {
-                "event": "run_failed",
-                "status": "error",
-                "reason": "agent_error",
-                "message": self._mask(message),
-            }
+            return agent_error(self._mask(message))
         if result is not _UNSET:
-            return {
-                "event": "run_completed",
-                "status": "success",
-                "result": result,
-            }
+            return run_completed(result)
         outputs = [s for s in steps if s["type"] == "model_output"]
         last = outputs[-1]["payload"] if outputs else None
-        if isinstance(last, dict) and last.get("type") == "final_answer":
-            return {"event": "run_completed", "status": "success", "result": model_output_text(last)}
+        text = model_output_text(last)
+        if isinstance(last, dict) and last.get("type") == "final_answer" and text is not None:
+            return run_completed(text)
         return None
 
     @property
@@ -771,7 +771,9 @@ class Session:
             self._recorder.append("metadata", terminal, self._clock())
         trace = self._recorder.trace()
         self._write(trace, self._out)
-        self.report = RunReport(self._written_mode, str(self._out), len(trace["steps"]), _status(terminal))
+        self.report = RunReport(
+            self._written_mode, str(self._out), len(trace["steps"]), outcome_of(terminal).status
+        )
         return self.report
 
     @property
@@ -791,7 +793,11 @@ class Session:
             self._go_live()
             return self._finish_record(result, error)
         self.report = RunReport(
-            "replay", str(self.options.cassette), len(cursor.steps), _status(outcome), replayed_steps=replayed
+            "replay",
+            str(self.options.cassette),
+            len(cursor.steps),
+            outcome_of(outcome).status,
+            replayed_steps=replayed,
         )
         return self.report
 
@@ -829,29 +835,20 @@ class Session:
     def _write_at_exit(self, exit_code: int) -> None:
         assert self._recorder is not None and self._out is not None
         self._flush_recording()
-        terminal: dict[str, Any] | None
+        terminal: Terminal | None
         if self._running():
-            terminal = {
-                "event": "run_failed",
-                "status": "error",
-                "reason": "calls_in_flight",
-                "exitCode": exit_code,
-                "inFlight": self._running(),
-            }
+            terminal = calls_in_flight(exit_code, self._running())
         elif exit_code != 0:
-            terminal = {
-                "event": "run_failed",
-                "status": "error",
-                "reason": "process_exit",
-                "exitCode": exit_code,
-            }
+            terminal = process_exit(exit_code)
         else:
             terminal = self._terminal_payload(_UNSET, _UNSET, self._recorder.steps)
         if terminal is not None:
             self._recorder.append("metadata", terminal, self._clock())
         trace = self._recorder.trace()
         self._write(trace, self._out)
-        self.report = RunReport(self._written_mode, str(self._out), len(trace["steps"]), _status(terminal))
+        self.report = RunReport(
+            self._written_mode, str(self._out), len(trace["steps"]), outcome_of(terminal).status
+        )
 
     def _check_replay_at_exit(self, exit_code: int) -> None:
         running = self._running()
@@ -985,12 +982,6 @@ def stop_finished_sessions() -> int:
     for session in finished:
         session.stop()
     return len(finished)
-
-
-def _status(terminal: Any) -> str:
-    if isinstance(terminal, dict):
-        return "success" if terminal.get("event") == "run_completed" else "error"
-    return "incomplete"
 
 
 #: Set by the ``blackbox`` launcher in the child's environment: the CLI owns the session's settings.

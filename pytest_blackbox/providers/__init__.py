@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ..trace.model import ModelInput, ModelOutput
 from . import anthropic, openai_chat, openai_responses
 from .common import CallIds
 from .sse import SSE_HEADERS
@@ -23,11 +24,11 @@ class Provider(Protocol):
         """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
         ...
 
-    def normalize_request(self, body: Any, ids: CallIds) -> dict[str, Any]:
+    def normalize_request(self, body: Any, ids: CallIds) -> ModelInput:
         """The ``model_input`` payload; raises ``BlackboxUnsupportedError`` before anything is sent."""
         ...
 
-    def normalize_response(self, body: Any, ids: CallIds) -> dict[str, Any]:
+    def normalize_response(self, body: Any, ids: CallIds) -> ModelOutput:
         """The ``model_output`` payload; refuses what a replay could not return as it came."""
         ...
 

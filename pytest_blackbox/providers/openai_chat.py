@@ -13,8 +13,9 @@ rather than refused: agent frameworks send them by default.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -86,7 +87,7 @@ _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_request(body: Any, ids: CallIds) -> ModelInput:
     """The ``model_input`` payload for a Chat Completions request body; refusals come before sending."""
     request = require_object(body, "the request body")
     _check_request(request)
@@ -158,8 +159,8 @@ def _role(raw: Any, index: int) -> Any:
     return message.get("role")
 
 
-def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
+def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message]:
+    messages: list[Message] = []
     results: list[dict[str, Any]] | None = None
     for index in range(start, len(raw_messages)):
         at = f"messages[{index}]"
@@ -214,7 +215,7 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
 
 
-def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
+def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
     text = _content_text(message.get("content"), f"{at}.content")
     tool_calls = message.get("tool_calls")
     if tool_calls is None or tool_calls == []:
@@ -245,7 +246,7 @@ def _function_call(raw: Any, at: str, side: str) -> tuple[str, str, Any]:
     return name, require_str(call.get("id"), f"{at}.id", side), function.get("arguments")
 
 
-def _tool(raw: Any, index: int) -> dict[str, Any]:
+def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     function = tool.get("function")
@@ -261,7 +262,7 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
 # -- responses ---------------------------------------------------------------------------------
 
 
-def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Chat Completions response body.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
@@ -280,9 +281,9 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
     ]
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
-    stop = "length" if finish == "length" else None
+    stop: Literal["length"] | None = "length" if finish == "length" else None
     if calls:
-        neutral_calls = [
+        neutral_calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.neutral(provider_id, name),
                 "toolName": name,

@@ -15,8 +15,9 @@ server a live fork continues on. Built-in tools are refused as server tools are 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -95,7 +96,7 @@ _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could no
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_request(body: Any, ids: CallIds) -> ModelInput:
     """The ``model_input`` payload for a Responses request body; refusals come before sending.
 
     ``stream`` and ``stream_options`` are not part of it, nor is ``store``: keeping a response on the
@@ -203,7 +204,7 @@ class _Transcript:
 
     def __init__(self, ids: CallIds) -> None:
         self._ids = ids
-        self._messages: list[dict[str, Any]] = []
+        self._messages: list[Message] = []
         self._text: str | None = None
         self._calls: list[dict[str, Any]] = []
         self._results: list[dict[str, Any]] | None = None
@@ -230,7 +231,7 @@ class _Transcript:
         elif kind != "reasoning":
             unsupported(f"{label(kind)} input items", _ITEMS_ADVICE, at)
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         self._close_assistant()
         return self._messages
 
@@ -284,7 +285,7 @@ class _Transcript:
         self._text, self._calls = None, []
 
 
-def _tool(raw: Any, index: int) -> dict[str, Any]:
+def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
@@ -301,7 +302,7 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
 # -- responses ---------------------------------------------------------------------------------
 
 
-def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Responses response body.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
@@ -318,7 +319,7 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
             )
         return final_answer(refusal, "refusal")
     if calls:
-        neutral_calls = [
+        neutral_calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.neutral(call_id, name),
                 "toolName": name,
@@ -330,7 +331,7 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
     return final_answer(text, stop)
 
 
-def _status_stop(response: dict[str, Any]) -> str | None:
+def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
     status = response.get("status")
     if status in (None, "completed"):
         return None
