@@ -32,7 +32,7 @@ from ..engine.keys import environment_keys
 from ..engine.options import _UNSET, SessionOptions, resolve_options
 from ..errors import BlackboxError, BlackboxUsageError, ForkError, SecretLeakError, TranscriptImportError
 from ..importers import IMPORTERS, import_chat_json, import_claude_code
-from ..trace.io import load_trace, parse_json, same_file, save_trace
+from ..trace.io import load_trace, parse_json, read_text, same_file, save_trace
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import contains_secret, known_secrets, truncate_masked
@@ -461,21 +461,6 @@ def _diverges_at_mutation(parent_path: Path, child_path: Path) -> str | None:
 # --- import -----------------------------------------------------------------------------------
 
 
-def _read_transcript(path: str) -> str:
-    """The transcript's exact text; a leading byte-order mark (editors on Windows add one) is dropped."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: no such file") from None
-    except IsADirectoryError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: it is a directory") from None
-    except UnicodeDecodeError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: it is not UTF-8 text") from None
-    except OSError as exc:
-        raise TranscriptImportError(f"cannot read the transcript {path}: {exc.strerror}") from None
-
-
 def _refuse_api_key(path: str, text: str, trace: Trace | None = None) -> None:
     """Refuse a transcript holding the environment's API key, with or without its surrounding whitespace."""
     for name, value in environment_keys(os.environ).items():
@@ -497,7 +482,7 @@ def _trace_id(args: argparse.Namespace) -> str:
 def _import(args: argparse.Namespace) -> int:
     if same_file(args.out, args.input):
         raise BlackboxUsageError(f"--out {args.out} is the transcript itself; choose another output path")
-    text = _read_transcript(args.input)
+    text = read_text(args.input, subject="transcript", error=TranscriptImportError)
     _refuse_api_key(args.input, text)
     trace_id = _trace_id(args)
     if args.source == "claude-code":

@@ -27,7 +27,7 @@ from ..errors import BlackboxUnsupportedError, BlackboxUsageError, ForkError, Re
 from ..interception import Reply
 from ..providers.common import final_answer, tool_calls_output
 from ..trace.errors import CassetteError
-from ..trace.io import load_trace, parse_json, same_file
+from ..trace.io import load_trace, parse_json, read_text, same_file
 from ..trace.model import ModelOutput, ToolCallRef, Trace, TraceStep
 from ..trace.recorder import TraceRecorder
 from .options import Continue, Match, SessionOptions, resolve_options
@@ -70,16 +70,7 @@ def read_fork_set(value: str) -> Any:
     """The ``--set`` value: JSON text, or ``@file`` holding it."""
     text = value
     if value.startswith("@"):
-        path = value[1:]
-        try:
-            with open(path, encoding="utf-8-sig", newline="") as handle:
-                text = handle.read()
-        except FileNotFoundError:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: no such file") from None
-        except UnicodeDecodeError:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: it is not UTF-8 text") from None
-        except OSError as exc:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: {exc.strerror}") from None
+        text = read_text(value[1:], subject="--set file", error=BlackboxUsageError)
     try:
         return parse_json(text)
     except CassetteError as exc:
@@ -139,17 +130,7 @@ def parse_script(text: str, where: str) -> list[dict[str, Any]]:
 
 
 def _read_script(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise ForkError(f"cannot read the fork script {path}: no such file") from None
-    except IsADirectoryError:
-        raise ForkError(f"cannot read the fork script {path}: it is a directory") from None
-    except UnicodeDecodeError:
-        raise ForkError(f"the fork script {path} is not UTF-8 text; it must be {SCRIPT_SHAPE}") from None
-    except OSError as exc:
-        raise ForkError(f"cannot read the fork script {path}: {exc.strerror}") from None
-    return parse_script(text, str(path))
+    return parse_script(read_text(str(path), subject="fork script", error=ForkError), str(path))
 
 
 # -- the checks --------------------------------------------------------------------------------
