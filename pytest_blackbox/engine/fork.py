@@ -15,7 +15,6 @@ calls it from a few hooks.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from typing import Any
 from .. import providers
 from ..analysis.jsondiff import render_value
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, ForkError, ReplayDivergenceError
-from ..interception import Reply
 from ..providers.common import final_answer, tool_calls_output
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_json, read_text, same_file
@@ -41,7 +39,6 @@ __all__ = [
     "fork_options_for",
     "parse_script",
     "read_fork_set",
-    "synthesized_reply",
 ]
 
 #: What a script file holds; every script error repeats it (and never quotes the file).
@@ -373,21 +370,6 @@ class SessionFork:
 def _thinking_on(body: Any) -> bool:
     thinking = body.get("thinking") if isinstance(body, dict) else None
     return isinstance(thinking, dict) and thinking.get("type") != "disabled"
-
-
-def synthesized_reply(provider: providers.Provider, body: Any, output: TraceStep) -> Reply:
-    """The answer to ``body`` from a recorded or scripted model output, plain or streamed as asked."""
-    model = body.get("model") if isinstance(body, dict) else None
-    where: dict[str, Any] = {
-        "output_index": output["index"],
-        "model": model if isinstance(model, str) else None,
-        "timestamp": output["timestamp"],
-    }
-    if provider.is_stream_request(body):
-        events = provider.synthesize_stream(output["payload"], request_body=body, **where)
-        return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
-    synthesized = provider.synthesize_response(output["payload"], **where)
-    return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
 
 def fork_options_for(cassette: Path, env: Mapping[str, str]) -> SessionOptions | None:

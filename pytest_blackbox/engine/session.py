@@ -51,12 +51,13 @@ from ..trace.recorder import TraceRecorder
 from ..trace.secrets import contains_secret, known_secrets, mask
 from . import exithooks
 from .concurrency import ConcurrentRecording, Turn, inside_tool, last_call, note_call, running_tool
-from .fork import SessionFork, synthesized_reply
+from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import OFFLINE_PLACEHOLDER_KEY, environment_keys, header_secrets
 from .options import _UNSET, SessionOptions, resolve_options
 from .replay import RecordedPair, RecordedToolError, ReplayCursor
 from .tools import OpenCalls, wrap_tool
+from .wire import WireCall, refusal
 
 __all__ = ["RunReport", "Session", "blackbox"]
 
@@ -251,7 +252,7 @@ class Session:
     def start(self) -> Session:
         """Start intercepting model calls (a no-op in ``off`` mode)."""
         if self.mode != "off" and self._interceptor is None:
-            self._interceptor = Interceptor(self._on_model, self._on_other)
+            self._interceptor = Interceptor(self._on_model, self._on_other, routes=providers.ROUTES)
             self._interceptor.start()
             _STARTED.add(self)
         return self
@@ -307,39 +308,27 @@ class Session:
         """The first error this session met (a divergence, a refused field, …), if any."""
         return self._first_error
 
-    def _refusal(self, provider: providers.Provider | None, message: str) -> Reply:
-        text = "[blackbox] " + self._mask(message)
-        body = provider.error_body(text) if provider is not None else {"error": {"message": text}}
-        return Reply(
-            status=400,
-            body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-            headers=[("content-type", "application/json"), ("x-should-retry", "false")],
-        )
-
     # -- model calls -----------------------------------------------------------------------------
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
-        provider: providers.Provider | None = None
         with self._lock:
             self._collect_header_secrets(request.headers)
             try:
-                provider = providers.provider_for_path(urlsplit(request.url).path)
-                if provider is None:
-                    raise BlackboxUnsupportedError(f"no provider answers {urlsplit(request.url).path}")
                 self._check_open(request)
-                body = _parse_json(request.body, "the request body")
+                call = WireCall.of(request)
                 if self._fork is not None:
-                    self._fork.before_model_call(provider, body)
+                    self._fork.before_model_call(call.provider, call.body)
                 if self.mode in ("replay", "fork"):
                     try:
-                        return self._replay_call(provider, body)
+                        return self._replay_call(call)
                     except ReplayDivergenceError as exc:
                         self._go_live_or_raise(exc)
                 if self._fork is not None and self._fork.scripted:
-                    return self._script_call(provider, body)
-                return self._record_call(provider, body)
+                    return self._script_call(call)
+                return self._record_call(call)
             except BlackboxError as exc:
-                return self._refusal(provider, str(self._refuse_call(exc)))
+                text = "[blackbox] " + self._mask(str(self._refuse_call(exc)))
+                return refusal(WireCall.provider_of(request), text)
 
     def _check_open(self, request: ModelRequest) -> None:
         if self._finished:
@@ -375,9 +364,9 @@ class Session:
         self._pending = [*adopted, *self._pending]
         self._conversations = conversations
 
-    def _record_call(self, provider: providers.Provider, body: Any) -> Forward:
+    def _record_call(self, wire: WireCall) -> Forward:
         started = self._clock()
-        model_input = provider.normalize_request(body, self._ids)
+        model_input = wire.normalize(self._ids)
         call = _Call(model_input, started)
         if self._conversations is not None:
             call.turn = self._conversations.begin(model_input, started, self._pending)
@@ -389,11 +378,11 @@ class Session:
             with self._lock:
                 self._model_calls_running -= 1
                 try:
-                    answer = _whole_answer(provider, response)
+                    answer = wire.whole_answer(response)
                     if answer is None:
                         self._drop_call(call)
                         return  # a failed call is not recorded; the agent sees the real error
-                    output = provider.normalize_response(answer, self._ids)
+                    output = wire.provider.normalize_response(answer, self._ids)
                     if self._tools_running:
                         self._record_concurrently(TOOL_AT_RETURN_MESSAGE)
                 except BlackboxError as exc:
@@ -440,29 +429,30 @@ class Session:
         self._recorder.append("model_output", output, self._clock())
         self._open = OpenCalls.of(tool_calls_of(output))
 
-    def _replay_call(self, provider: providers.Provider, body: Any) -> Reply:
+    def _replay_call(self, call: WireCall) -> Reply:
         cursor = self._cursor
         assert cursor is not None
+        model_input = call.normalize(self._ids)
         if self._fork is not None:  # a fork replays its prefix in the recorded order
             recorded = cursor.peek_model_input()
-            cursor.compare_request(recorded, provider.normalize_request(body, self._ids))
+            cursor.compare_request(recorded, model_input)
             output = cursor.take_model_output(recorded)
         else:
-            turn = cursor.claim_request(provider.normalize_request(body, self._ids))
+            turn = cursor.claim_request(model_input)
             note_call(self._token, turn.number)
             assert turn.output is not None
             output = turn.output
         self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(output["payload"]))
-        return synthesized_reply(provider, body, output)
+        return call.reply(model_input, output)
 
-    def _script_call(self, provider: providers.Provider, body: Any) -> Reply:
+    def _script_call(self, call: WireCall) -> Reply:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
         assert self._fork is not None and self._recorder is not None
         started = self._clock()
-        model_input = provider.normalize_request(body, self._ids)
+        model_input = call.normalize(self._ids)
         output = self._fork.next_output(self._ids)
         self._append_turn(model_input, started, output)
-        return synthesized_reply(provider, body, self._recorder.steps[-1])
+        return call.reply(model_input, self._recorder.steps[-1])
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
@@ -920,33 +910,6 @@ def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
         if not any(secret in text for secret in wanted):
             return False
     return contains_secret(trace, wanted)
-
-
-def _parse_json(raw: bytes, what: str) -> Any:
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise BlackboxUnsupportedError(
-            f"{what} is not JSON; only JSON model calls and event streams can be recorded"
-        ) from None
-
-
-def _whole_answer(provider: providers.Provider, response: UpstreamResponse) -> Any:
-    """The response body to normalize, or ``None`` for a call that did not succeed as a whole.
-
-    Failed calls are not recorded (the agent got the provider's error): an error status, and an
-    event stream that reported an error, was cut short or was closed by the agent before its end.
-    A streamed answer is added up into the body the provider would have sent without streaming.
-    """
-    if not 200 <= response.status < 300 or not response.complete:
-        return None
-    content_type = next((value for name, value in response.headers if name == "content-type"), "")
-    if not content_type.strip().lower().startswith("text/event-stream"):
-        return _parse_json(response.body, "the response body")
-    try:
-        return provider.collect_stream(response.body)
-    except BlackboxUnsupportedError:
-        return None
 
 
 def _answered_tool(pair: RecordedPair) -> _PendingTool:

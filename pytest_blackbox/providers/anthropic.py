@@ -39,6 +39,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 NAME: Final = "anthropic"
+#: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
+ROUTE: Final = r"/v1/messages$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (
@@ -80,10 +83,11 @@ _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> ModelInput:
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Messages request body; refusals are raised before sending.
 
     ``stream`` is not part of it: a streamed and a plain call with the same content are the same turn.
+    ``path`` is unused: the Messages API carries the whole request in the body.
     """
     request = require_object(body, "the request body")
     messages = [_message(raw, index, ids) for index, raw in enumerate(list_field(request, "messages"))]

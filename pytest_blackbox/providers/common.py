@@ -151,9 +151,11 @@ def label(value: Any) -> str:
     return f"a {type(value).__name__} value"
 
 
-def is_stream_request(body: Any) -> bool:
+def is_stream_request(body: Any, *, path: str = "") -> bool:
     """Whether the body asks for a streamed answer: streaming is how an answer travels, not what it says,
-    so it is never part of ``model_input`` and a replay answers in whichever form is asked for."""
+    so it is never part of ``model_input`` and a replay answers in whichever form is asked for.
+
+    ``path`` is unused: these protocols say ``stream: true`` in the body."""
     return isinstance(body, Mapping) and body.get("stream") is True
 
 

@@ -40,6 +40,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 NAME: Final = "openai_chat"
+#: Chat Completions, under any base URL (Azure deployments included).
+ROUTE: Final = r"/chat/completions$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.
@@ -87,8 +90,11 @@ _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> ModelInput:
-    """The ``model_input`` payload for a Chat Completions request body; refusals come before sending."""
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
+    """The ``model_input`` payload for a Chat Completions request body; refusals come before sending.
+
+    ``path`` is unused: Chat Completions carries the whole request in the body.
+    """
     request = require_object(body, "the request body")
     _check_request(request)
     raw_messages = list_field(request, "messages")

@@ -43,6 +43,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 NAME: Final = "openai_responses"
+#: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
+ROUTE: Final = r"/responses$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.
@@ -96,11 +99,12 @@ _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could no
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> ModelInput:
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Responses request body; refusals come before sending.
 
     ``stream`` and ``stream_options`` are not part of it, nor is ``store``: keeping a response on the
     server does not change the answer; only referring back to kept state does, and that is refused.
+    ``path`` is unused: the Responses API carries the whole request in the body.
     """
     request = require_object(body, "the request body")
     _check_request(request)
