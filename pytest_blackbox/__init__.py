@@ -21,8 +21,9 @@ from .errors import (
 if TYPE_CHECKING:
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
+    from .engine.ending import RunReport
     from .engine.replay import RecordedToolError
-    from .engine.session import RunReport, Session, blackbox
+    from .engine.session import Session, blackbox
     from .trace.io import load_trace, save_trace
     from .trace.model import Trace, TraceStep
 
@@ -47,7 +48,7 @@ __all__ = [
 
 _LAZY = {
     "RecordedToolError": "engine.replay",
-    "RunReport": "engine.session",
+    "RunReport": "engine.ending",
     "Session": "engine.session",
     "blackbox": "engine.session",
     "fork_run": "demo.fork",

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.keys import set_placeholder_keys
+from ..engine.launched import LAUNCHED_VAR
 from ..engine.options import SESSION_ENV_VARS
-from ..engine.session import LAUNCHED_VAR
 from ..errors import BlackboxUsageError
 
 _MARK = "◼ blackbox"

@@ -9,20 +9,32 @@ the comparison of request contents.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..analysis.jsondiff import ABSENT, first_difference, render_value
 from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
+from ..trace.io import load_trace, parse_trace
 from ..trace.model import Trace, TraceStep
 from .concurrency import AnswerIndex
 from .options import Match
 from .tools import identical_json, same_json
 
-__all__ = ["RecordedPair", "RecordedToolError", "RecordedTurn", "ReplayCursor", "describe_outcome"]
+__all__ = [
+    "RecordedPair",
+    "RecordedToolError",
+    "RecordedTurn",
+    "ReplayCursor",
+    "describe_outcome",
+    "load_cassette",
+]
 
 REQUEST_HINT = (
     "The agent sent a different request than the one recorded. If the difference comes from something "
@@ -33,6 +45,30 @@ OUTCOME_HINT = (
     "Every model call matched, but the agent ended the run differently: the result or error it passed to "
     "finish() is not the recorded one."
 )
+
+
+#: Checked cassettes by the SHA-256 of their bytes: replaying the same file again (parametrized tests,
+#: a benchmark, a flaky-test rerun) skips the parse, schema and hash-chain checks. Bounded, and keyed
+#: by content, so an edited file is always checked again.
+_CHECKED: OrderedDict[str, Trace] = OrderedDict()
+_CHECKED_MAX = 16
+
+
+def load_cassette(path: Path) -> Trace:
+    """``load_trace``, remembering what was already checked. The trace is shared: never mutate it."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return load_trace(path)  # it raises the CassetteReadError that names the problem
+    key = hashlib.sha256(data).hexdigest()
+    trace = _CHECKED.get(key)
+    if trace is None:
+        trace = parse_trace(text, path=os.fspath(path))
+        _CHECKED[key] = trace
+        if len(_CHECKED) > _CHECKED_MAX:
+            _CHECKED.popitem(last=False)
+    return trace
 
 
 @dataclass

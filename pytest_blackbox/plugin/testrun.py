@@ -27,8 +27,9 @@ import pytest
 from ..analysis.verify import ACTIONS, VerifyReport, render_row, verify_trace
 from ..engine.fork import SessionFork, fork_options_for
 from ..engine.keys import environment_keys, set_placeholder_keys
+from ..engine.launched import write_report
 from ..engine.options import SessionOptions
-from ..engine.session import Session, write_report
+from ..engine.session import Session
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
