@@ -8,10 +8,12 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..analysis.verify import verify_trace
-from ..errors import BlackboxError, CassetteError, SecretLeakError
+from ..errors import BlackboxError, BlackboxUsageError, CassetteError, SecretLeakError
+from ..trace.io import save_trace
 from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import (
     agent_error,
@@ -23,8 +25,20 @@ from ..trace.payloads import (
 )
 from ..trace.secrets import contains_secret, known_secrets
 from .options import _UNSET
+from .recording import Recording
+from .replay import ReplayCursor
 
-__all__ = ["RunReport", "exit_terminal", "launcher_report", "terminal_payload", "write_refusal"]
+__all__ = [
+    "RunReport",
+    "check_finish_arguments",
+    "check_replay",
+    "exit_refusal",
+    "exit_terminal",
+    "launcher_report",
+    "terminal_payload",
+    "write_cassette",
+    "write_refusal",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,17 @@ class RunReport:
             "replayedSteps": self.replayed_steps,
             "finished": self.finished,
         }
+
+
+def check_finish_arguments(result: Any, error: Any) -> None:
+    """``finish()`` takes a final answer (a string) or an error, not both."""
+    if result is not _UNSET and error is not _UNSET:
+        raise BlackboxUsageError("finish() takes a result or an error, not both")
+    if result is not _UNSET and not isinstance(result, str):
+        raise BlackboxUsageError(
+            f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
+            "pass json.dumps(value) to record a structured answer"
+        )
 
 
 def terminal_payload(
@@ -89,6 +114,16 @@ def exit_terminal(
     return terminal_payload(_UNSET, _UNSET, steps, mask)
 
 
+def exit_refusal(exit_code: int, in_flight: int) -> BlackboxUsageError | None:
+    """Why a replay the process exit ends cannot be checked (it failed or calls were running)."""
+    if exit_code == 0 and not in_flight:
+        return None
+    still = f" with {in_flight} wrapped call(s) still running" if in_flight else ""
+    return BlackboxUsageError(
+        f"the program exited (exit code {exit_code}) before finish(){still}; the replay could not be checked"
+    )
+
+
 def write_refusal(trace: Trace, secrets: Iterable[str], mask: Callable[[str], str]) -> BlackboxError | None:
     """Why this cassette must not be written (it holds a known key, or fails verify), or ``None``."""
     if _contains_secret(trace, secrets):
@@ -118,6 +153,34 @@ def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
         if not any(secret in text for secret in wanted):
             return False
     return contains_secret(trace, wanted)
+
+
+def write_cassette(
+    recording: Recording,
+    out: Path,
+    terminal_of: Callable[[list[TraceStep]], Terminal | None],
+    *,
+    mode: str,
+    secrets: Iterable[str],
+    mask: Callable[[str], str],
+    keep: Callable[[BlackboxError], BlackboxError],
+) -> RunReport:
+    """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
+    trace, terminal = recording.close(terminal_of)
+    problem = write_refusal(trace, secrets, mask)
+    if problem is not None:
+        raise keep(problem)
+    save_trace(trace, out)
+    return RunReport.of(mode, out, len(trace["steps"]), terminal)
+
+
+def check_replay(
+    cursor: ReplayCursor, path: object, result: Any, error: Any, mask: Callable[[str], str]
+) -> RunReport:
+    """Check that the replay used every recorded step and ended as recorded (``ReplayDivergenceError``)."""
+    outcome = terminal_payload(result, error, cursor.steps[: cursor.pos], mask)
+    replayed = cursor.finish(outcome)
+    return RunReport.of("replay", path, len(cursor.steps), outcome, replayed)
 
 
 def launcher_report(

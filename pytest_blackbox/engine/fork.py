@@ -29,8 +29,9 @@ from ..trace.io import load_trace, parse_json, read_text, same_file
 from ..trace.model import ModelOutput, ToolCallRef, Trace, TraceStep
 from ..trace.recorder import TraceRecorder
 from .options import Continue, Match, SessionOptions, resolve_options
+from .recording import Recording
 from .replay import TOOL_INPUT_HINT, RecordedPair
-from .tools import OpenCalls, same_json
+from .tools import Answered, OpenCalls, same_json
 
 __all__ = [
     "SCRIPT_SHAPE",
@@ -290,6 +291,23 @@ class SessionFork:
         return copy.deepcopy(self.replacement)
 
     # -- after the fork point ------------------------------------------------------------------
+
+    def write_fork_point(self, recording: Recording, round_: list[RecordedPair], pair: RecordedPair) -> Any:
+        """Step N in the child, right after the copied prefix; returns what the agent receives instead.
+
+        The round's calls whose steps the prefix holds (and the fork point's own) are claimed, so a
+        requested call is never claimed twice.
+        """
+        for done in self.before_point(round_, pair):
+            recording.open_calls.claim(done.name, done.call["payload"].get("toolInput"))
+        payload, timestamp = self.replacement_step()
+        recording.recorder.append("tool_result", payload, timestamp)
+        return self.replacement_value()
+
+    def serve(self, name: str, tool_input: Any, open_calls: OpenCalls) -> Answered | None:
+        """After N: a sibling recorded before N answers from the cassette (``None``: run for real)."""
+        served = self.claim_served(name, tool_input, open_calls)
+        return None if served is None else Answered(served.answer())
 
     def claim_served(self, name: str, tool_input: Any, open_calls: OpenCalls) -> RecordedPair | None:
         """The sibling recorded before N this invocation stands for, or ``None`` if it runs for real.

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Final
 
+from ..trace.secrets import MIN_SECRET_LENGTH
+
 __all__ = [
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
     "SECRET_HEADERS",
+    "KnownKeys",
     "environment_keys",
     "header_secrets",
     "set_placeholder_keys",
@@ -46,6 +49,31 @@ def header_secrets(headers: Iterable[tuple[str, str]]) -> list[str]:
         for name, value in headers
         if name.lower() in SECRET_HEADERS
     ]
+
+
+class KnownKeys(set[str]):
+    """The key values one run has seen, from the environment and its requests' headers.
+
+    They are masked in every message and refused in every cassette the run writes.
+    """
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str]) -> KnownKeys:
+        keys = cls()
+        for value in environment_keys(env).values():
+            keys.note(value)
+        return keys
+
+    def note(self, value: str) -> None:
+        """Remember a key value (stripped; too short a value, or the placeholder, is no key)."""
+        value = value.strip()
+        if len(value) >= MIN_SECRET_LENGTH and value != OFFLINE_PLACEHOLDER_KEY:
+            self.add(value)
+
+    def note_headers(self, headers: Iterable[tuple[str, str]]) -> None:
+        """Remember the key values a request's headers carry."""
+        for value in header_secrets(headers):
+            self.note(value)
 
 
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:

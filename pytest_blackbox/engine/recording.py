@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import BlackboxError, BlackboxUnsupportedError
 from ..interception import Forward, UpstreamResponse
 from ..providers import CallIds
-from ..trace.model import ModelInput, ModelOutput, Trace, TraceStep
+from ..trace.model import ModelInput, ModelOutput, Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
@@ -275,6 +275,16 @@ class Recording:
         return value
 
     # -- writing ---------------------------------------------------------------------------------
+
+    def close(
+        self, terminal_of: Callable[[list[TraceStep]], Terminal | None]
+    ) -> tuple[Trace, Terminal | None]:
+        """Write what is buffered, then the terminal step ``terminal_of(steps)`` if any; the trace."""
+        self.flush()
+        terminal = terminal_of(self.recorder.steps)
+        if terminal is not None:
+            self.recorder.append("metadata", terminal, self._clock())
+        return self.recorder.trace(), terminal
 
     def flush(self) -> None:
         """Write what is still buffered: the last round, or every concurrent conversation."""

@@ -226,6 +226,11 @@ class ReplayCursor:
         return self.last.input["index"] + 2 if self.last is not None else 0
 
     @property
+    def opener(self) -> TraceStep | None:
+        """The model output that opened that round (``None`` for the tools before the first call)."""
+        return self.steps[self.round_start - 1] if self.round_start > 0 else None
+
+    @property
     def pos(self) -> int:
         """The index after the furthest recorded step used (its round included once settled)."""
         turn = self._furthest
@@ -309,11 +314,17 @@ class ReplayCursor:
                 REQUEST_HINT,
             )
 
-    def take_model_output(self, recorded_input: TraceStep) -> TraceStep:
-        """Use the matched ``model_input`` and return its ``model_output``; its round opens."""
-        turn = self._use(self._by_input[recorded_input["index"]])
-        assert turn.output is not None
-        return turn.output
+    def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
+        """The recorded call that answers this request; its round opens.
+
+        ``in_order`` (a fork, which replays its prefix as recorded): the next recorded call, compared
+        in strict mode. Otherwise whichever call :meth:`claim_request` finds.
+        """
+        if not in_order:
+            return self.claim_request(actual)
+        recorded = self.peek_model_input()
+        self.compare_request(recorded, actual)
+        return self._use(self._by_input[recorded["index"]])
 
     def _use(self, turn: RecordedTurn) -> RecordedTurn:
         if turn.output is None:
@@ -455,8 +466,7 @@ class ReplayCursor:
         round_ = self.round
         if not round_:
             return self.pos, [], None
-        opener = self.steps[self.round_start - 1] if self.round_start > 0 else None
-        return self.round_start, [pair for pair in round_ if pair.claimed], opener
+        return self.round_start, [pair for pair in round_ if pair.claimed], self.opener
 
     # -- the end ---------------------------------------------------------------------------------
 

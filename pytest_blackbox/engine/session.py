@@ -17,33 +17,25 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from .. import providers
-from ..errors import (
-    BlackboxError,
-    BlackboxUsageError,
-    OfflineRequestError,
-    RecordedToolError,
-    ReplayDivergenceError,
-)
+from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
-from ..trace.io import save_trace
 from ..trace.model import Terminal, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
-from . import exithooks, launched
+from . import ending, exithooks, launched
 from .concurrency import inside_tool, last_call, note_call, running_tool
-from .ending import RunReport, exit_terminal, launcher_report, terminal_payload, write_refusal
+from .ending import RunReport, check_finish_arguments, exit_refusal, exit_terminal, terminal_payload
 from .fork import SessionFork
 from .jsonvalue import to_json_value
-from .keys import OFFLINE_PLACEHOLDER_KEY, environment_keys, header_secrets
+from .keys import KnownKeys
 from .options import _UNSET, SessionOptions, resolve_options
 from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import WireCall, refusal
+from .wire import WireCall, offline_error, refusal
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -75,7 +67,7 @@ class Session:
         self._clock = clock
         self._lock = threading.RLock()
         self._ids = providers.CallIds()
-        self._secrets: set[str] = set()
+        self._secrets = KnownKeys.from_environment(os.environ)
         self._first_error: BlackboxError | None = None
         self._finished = False
         self._ended_by_exit = False
@@ -91,8 +83,6 @@ class Session:
         self.report: RunReport | None = None
         #: Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did.
         self.went_live_at: int | None = None
-        for value in environment_keys(os.environ).values():
-            self._add_secret(value)
         self._prepare()
         if exit_net and self.mode in ("record", "replay", "fork"):
             exithooks.watch(self, self._end_by_exit)
@@ -123,11 +113,6 @@ class Session:
             fail=self._fail,
             concurrent=concurrent,
         )
-
-    def _add_secret(self, value: str) -> None:
-        value = value.strip()
-        if len(value) >= 4 and value != OFFLINE_PLACEHOLDER_KEY:
-            self._secrets.add(value)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -209,20 +194,19 @@ class Session:
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
         with self._lock:
-            for value in header_secrets(request.headers):
-                self._add_secret(value)
+            self._secrets.note_headers(request.headers)
             try:
-                self._check_open()
+                self._refuse_if_ended("this request was not sent")
+                if self._recording is not None and self._recording.running:
+                    self._recording.overlap(inside_tool(self._token))
                 call = WireCall.of(request)
                 if self._fork is not None:
                     self._fork.before_model_call(call.provider, call.body)
                 if self.mode in ("replay", "fork"):
                     try:
                         return self._replay_call(call)
-                    except ReplayDivergenceError:
-                        if not self._can_go_live:
-                            raise
-                        self._go_live()
+                    except ReplayDivergenceError as exc:
+                        self._go_live_or_raise(exc)
                 assert self._recording is not None
                 if self._fork is not None and self._fork.scripted:
                     return self._script_call(call, self._recording)
@@ -231,31 +215,21 @@ class Session:
                 text = "[blackbox] " + self._mask(str(self._refuse_call(exc)))
                 return refusal(WireCall.provider_of(request), text)
 
-    def _check_open(self) -> None:
+    def _refuse_if_ended(self, consequence: str) -> None:
+        """Nothing runs after ``finish()``, nor after the run's first error."""
         if self._finished:
-            raise BlackboxUsageError(
-                "the session has finished (finish() was called); this request was not sent"
-            )
+            raise BlackboxUsageError(f"the session has finished (finish() was called); {consequence}")
         if self._first_error is not None:
             raise self._first_error
-        if self._recording is not None and self._recording.running:
-            self._recording.overlap(inside_tool(self._token))
 
     def _replay_call(self, call: WireCall) -> Reply:
-        cursor = self._cursor
-        assert cursor is not None
+        assert self._cursor is not None
         model_input = call.normalize(self._ids)
-        if self._fork is not None:  # a fork replays its prefix in the recorded order
-            recorded = cursor.peek_model_input()
-            cursor.compare_request(recorded, model_input)
-            output = cursor.take_model_output(recorded)
-        else:
-            turn = cursor.claim_request(model_input)
-            note_call(self._token, turn.number)
-            assert turn.output is not None
-            output = turn.output
-        self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(output["payload"]))
-        return call.reply(model_input, output)
+        turn = self._cursor.answer(model_input, in_order=self._fork is not None)  # a fork: as recorded
+        note_call(self._token, turn.number)
+        assert turn.output is not None
+        self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(turn.output["payload"]))
+        return call.reply(model_input, turn.output)
 
     def _script_call(self, call: WireCall, recording: Recording) -> Reply:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
@@ -268,34 +242,22 @@ class Session:
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
             return Forward()
-        url = urlsplit(request.url)
-        shown = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
-        error = OfflineRequestError(
-            f"{self.options.mode} mode answers only model calls (messages.create / chat.completions.create); "
-            f"a request to {request.method} {self._mask(shown)} would need the network"
-        )
+        error = offline_error(self.options.mode, request, self._mask)
         self._refuse_call(error)  # kept, unless the run already ended
         raise error
 
-    @property
-    def _can_go_live(self) -> bool:
-        """Whether a divergence switches to recording: in a ``new_episodes`` replay that used the
-        recorded model calls in order, whose steps before the divergence are a prefix of the cassette."""
-        return self.options.on_divergence == "record" and self._cursor is not None and self._cursor.in_order
+    def _go_live_or_raise(self, divergence: ReplayDivergenceError) -> None:
+        """In a ``new_episodes`` replay, a divergence switches to recording; otherwise it stands.
 
-    def _go_live(self) -> None:
-        """Continue as a recording: the matching prefix is copied verbatim (same ids and hashes)."""
+        Only a replay that used the recorded model calls in order can go live: the steps before the
+        divergence are then a prefix of the cassette, copied verbatim (same ids and hashes).
+        """
         cursor = self._cursor
         assert cursor is not None
+        if self.options.on_divergence != "record" or not cursor.in_order:
+            raise divergence
         cut, claimed, opener = cursor.live_cut()
-        trace = cursor.trace
-        recorder = TraceRecorder(
-            trace["id"],
-            trace["createdAt"],
-            parent_id=trace.get("parentId"),
-            forked_from_step_id=trace.get("forkedFromStepId"),
-        )
-        self._continue_recording(recorder, cut, opener, claimed)
+        self._continue_recording(TraceRecorder.resuming(cursor.trace), cut, opener, claimed)
         self.went_live_at = cut
 
     def _continue_recording(
@@ -328,12 +290,7 @@ class Session:
         __tracebackhide__ = True
         with self._lock:
             try:
-                if self._finished:
-                    raise BlackboxUsageError(
-                        f"the session has finished (finish() was called); `{name}` was not run"
-                    )
-                if self._first_error is not None:
-                    raise self._first_error
+                self._refuse_if_ended(f"`{name}` was not run")
                 tool_input = to_json_value(tool_input, f"the arguments of tool {name}")
                 if self.mode == "replay":
                     assert self._cursor is not None
@@ -343,10 +300,8 @@ class Session:
                             name, tool_input, hint if isinstance(hint, int) else None
                         )
                         return Answered(pair.answer())
-                    except ReplayDivergenceError:
-                        if not self._can_go_live:
-                            raise
-                        self._go_live()
+                    except ReplayDivergenceError as exc:
+                        self._go_live_or_raise(exc)
                 answered = self._fork_tool(name, tool_input) if self._fork is not None else None
                 if answered is not None:
                     return answered
@@ -364,20 +319,13 @@ class Session:
         assert fork is not None
         if cursor is None:
             assert self._recording is not None
-            served = fork.claim_served(name, tool_input, self._recording.open_calls)
-            return None if served is None else Answered(served.answer())
+            return fork.serve(name, tool_input, self._recording.open_calls)
         pair = cursor.claim_tool(name, tool_input)
         if not fork.is_fork_point(pair):
             return Answered(pair.answer())
-        # The fork point: copy steps 0…N-1, write the new step N, and record from here on.
-        opener = cursor.steps[cursor.round_start - 1] if cursor.round_start > 0 else None
-        round_ = cursor.round
+        round_, opener = cursor.round, cursor.opener  # copy steps 0…N-1, write step N, record on
         recording = self._continue_recording(fork.new_recorder(), fork.at, opener, fork.reach(round_, pair))
-        for done in fork.before_point(round_, pair):
-            recording.open_calls.claim(done.name, done.call["payload"].get("toolInput"))
-        payload, timestamp = fork.replacement_step()
-        recording.recorder.append("tool_result", payload, timestamp)
-        return Answered(fork.replacement_value())
+        return Answered(fork.write_fork_point(recording, round_, pair))
 
     def _end_tool(self, pending: ToolInvocation, result: Any, error: BaseException | None) -> Any:
         with self._lock:
@@ -400,13 +348,7 @@ class Session:
         __tracebackhide__ = True
         try:
             with self._lock:
-                if result is not _UNSET and error is not _UNSET:
-                    raise BlackboxUsageError("finish() takes a result or an error, not both")
-                if result is not _UNSET and not isinstance(result, str):
-                    raise BlackboxUsageError(
-                        f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
-                        "pass json.dumps(value) to record a structured answer"
-                    )
+                check_finish_arguments(result, error)
                 if self._ended_by_exit:
                     raise BlackboxUsageError("the run already ended (the process exit wrote the cassette)")
                 if self._finished:
@@ -447,35 +389,31 @@ class Session:
 
     def _write(self, terminal_of: Callable[[list[TraceStep]], Terminal | None]) -> RunReport:
         """Write the cassette, ending with the terminal step ``terminal_of(steps)`` (if any)."""
-        recording = self._recording
         # a replay gone live re-records its own cassette (the plugin hands it a private copy)
         out = self.options.out if self.options.mode in ("record", "fork") else self.options.cassette
-        assert recording is not None and out is not None
-        recording.flush()
-        terminal = terminal_of(recording.recorder.steps)
-        if terminal is not None:
-            recording.recorder.append("metadata", terminal, self._clock())
-        trace = recording.recorder.trace()
-        problem = write_refusal(trace, self._secrets, self._mask)
-        if problem is not None:
-            raise self._fail(problem)
-        save_trace(trace, out)
+        assert self._recording is not None and out is not None
         mode = "fork" if self._fork is not None else "record"  # a fork records from its fork point on
-        self.report = RunReport.of(mode, out, len(trace["steps"]), terminal)
+        self.report = ending.write_cassette(
+            self._recording,
+            out,
+            terminal_of,
+            mode=mode,
+            secrets=self._secrets,
+            mask=self._mask,
+            keep=self._fail,
+        )
         return self.report
 
     def _check_replay(self, result: Any, error: Any) -> RunReport:
-        cursor = self._cursor
-        assert cursor is not None
-        outcome = terminal_payload(result, error, cursor.steps[: cursor.pos], self._mask)
+        assert self._cursor is not None
         try:
-            replayed = cursor.finish(outcome)
+            self.report = ending.check_replay(self._cursor, self.options.cassette, result, error, self._mask)
         except ReplayDivergenceError as exc:
-            if not self._can_go_live:
+            try:
+                self._go_live_or_raise(exc)
+            except ReplayDivergenceError:
                 raise self._fail(exc) from None
-            self._go_live()
             return self._write(partial(terminal_payload, result, error, mask=self._mask))
-        self.report = RunReport.of("replay", self.options.cassette, len(cursor.steps), outcome, replayed)
         return self.report
 
     def _end_by_exit(self, exit_code: int) -> None:
@@ -501,18 +439,15 @@ class Session:
         running = self._recording.running if self._recording is not None else 0
         if self.mode != "replay":
             return self._write(partial(exit_terminal, exit_code, running, mask=self._mask))
-        if exit_code != 0 or running:
-            still = f" with {running} wrapped call(s) still running" if running else ""
-            raise BlackboxUsageError(
-                f"the program exited (exit code {exit_code}) before finish(){still}; the replay could not "
-                "be checked"
-            )
+        problem = exit_refusal(exit_code, running)
+        if problem is not None:
+            raise problem
         return self._check_replay(_UNSET, _UNSET)
 
     def _write_report(self, error: BaseException | None) -> None:
         """The JSON status report the ``blackbox`` launcher reads (only when it asked for one)."""
         if self.options.report_path is not None:
-            data = launcher_report(self.report, self.mode, error, self._mask)
+            data = ending.launcher_report(self.report, self.mode, error, self._mask)
             launched.write_report(self.options.report_path, data)
 
 

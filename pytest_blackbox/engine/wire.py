@@ -7,16 +7,17 @@ It is the one place the engine turns wire bytes into what a provider reads, and 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from .. import providers
-from ..errors import BlackboxUnsupportedError
-from ..interception import ModelRequest, Reply, UpstreamResponse
+from ..errors import BlackboxUnsupportedError, OfflineRequestError
+from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..trace.model import ModelInput, TraceStep
 
-__all__ = ["WireCall", "parse_json_body", "refusal"]
+__all__ = ["WireCall", "offline_error", "parse_json_body", "refusal"]
 
 
 def parse_json_body(raw: bytes, what: str) -> Any:
@@ -84,6 +85,16 @@ class WireCall:
             return self.provider.collect_stream(response.body)
         except BlackboxUnsupportedError:
             return None
+
+
+def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) -> OfflineRequestError:
+    """The refusal of a request that is not a model call, in a run that must not reach the network."""
+    url = urlsplit(request.url)
+    shown = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
+    return OfflineRequestError(
+        f"{mode} mode answers only model calls (messages.create / chat.completions.create); "
+        f"a request to {request.method} {mask(shown)} would need the network"
+    )
 
 
 def refusal(provider: providers.Provider, text: str) -> Reply:
