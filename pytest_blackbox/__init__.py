@@ -14,6 +14,8 @@ from .errors import (
     BlackboxUnsupportedError,
     BlackboxUsageError,
     CassetteError,
+    OfflineRequestError,
+    RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
 )
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
     from .engine.ending import RunReport
-    from .engine.replay import RecordedToolError
     from .engine.session import Session, blackbox
     from .trace.io import load_trace, save_trace
     from .trace.model import Trace, TraceStep
@@ -32,6 +33,7 @@ __all__ = [
     "BlackboxUnsupportedError",
     "BlackboxUsageError",
     "CassetteError",
+    "OfflineRequestError",
     "RecordedToolError",
     "ReplayDivergenceError",
     "RunReport",
@@ -47,7 +49,6 @@ __all__ = [
 ]
 
 _LAZY = {
-    "RecordedToolError": "engine.replay",
     "RunReport": "engine.ending",
     "Session": "engine.session",
     "blackbox": "engine.session",

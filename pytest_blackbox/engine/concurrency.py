@@ -16,6 +16,8 @@ that depends only on what was said:
 
 The agent never sees a ``call-N`` id while recording (the provider's own ids reach it), so renumbering
 at the end is safe. A replay hands out the renumbered ids, and the requests carry them back.
+
+See docs/engine.md#concurrent-conversations.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ observe: an uncaught exception (1), ``KeyboardInterrupt`` (130), SIGTERM (143); 
 ``sys.exit(3)`` included, counts as clean. ``os._exit`` and SIGKILL skip every hook. The SIGTERM
 handler is installed only from the main thread and only when no other handler is set. Under pytest
 the plugin owns the session's end and this net is not installed.
+
+See docs/engine.md#the-exit-safety-net.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ wrapped tools run for real and model calls go to the live API or take the next r
 This module holds what a fork adds to a session: the checks (all made before anything runs, so the
 CLI makes them too), the script, and the bookkeeping of the fork point's tool round. The session
 calls it from a few hooks.
+
+See docs/fork-demo-import.md#the-session-fork-what-if-a-tool-had-answered-differently.
 """
 
 from __future__ import annotations

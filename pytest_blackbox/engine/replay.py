@@ -4,6 +4,8 @@ It knows nothing about HTTP or providers: the session hands it neutral requests 
 invocations, and it answers with recorded steps or raises ``ReplayDivergenceError``. Both match
 modes require every recorded step to be consumed and the outcome to match; ``sequence`` only skips
 the comparison of request contents.
+
+See docs/engine.md#replay-what-is-compared.
 """
 
 from __future__ import annotations

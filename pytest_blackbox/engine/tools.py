@@ -5,6 +5,8 @@ runs (record) or answers from the cassette (replay). Matching follows the origin
 (arda-ulas/blackbox): an invocation claims an open call of the current model turn with the same name
 and canonically equal arguments, else the first open call with that name; identical duplicates are
 matched in invocation order.
+
+See docs/engine.md#wrapped-tools.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ as it was (images, server tools, citations, a stop sequence, …) is refused wit
 
 Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
 sends back must normalize the same without them.
+
+See docs/providers.md#anthropic-messages.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ exactly the same way.
 The JSON helpers follow JavaScript's ``JSON.parse`` / ``JSON.stringify`` rather than Python's
 ``json`` defaults, because cassettes are shared with the original Blackbox (arda-ulas/blackbox) and a
 value must normalize to the same neutral payload whichever implementation recorded it.
+
+See docs/providers.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ Fields a cassette cannot carry faithfully (audio, the legacy functions API, mess
 logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming the
 field, never recorded or replayed altered. Strict function tools are recorded in ``params.toolStrict``
 rather than refused: agent frameworks send them by default.
+
+See docs/providers.md#openai-chat-completions.
 """
 
 from __future__ import annotations

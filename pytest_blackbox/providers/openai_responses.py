@@ -11,6 +11,8 @@ Conversation state kept by the provider (``previous_response_id``, ``conversatio
 stored prompts, background responses) is refused: the request would not carry the conversation, so a
 cassette could neither hold it nor compare it, and a replayed response id means nothing to the
 server a live fork continues on. Built-in tools are refused as server tools are for Anthropic.
+
+See docs/providers.md#openai-responses.
 """
 
 from __future__ import annotations
