@@ -92,45 +92,41 @@ def run_completed(result: str) -> RunCompleted:
     return {"event": "run_completed", "status": "success", "result": result}
 
 
-def _run_failed(reason: str) -> RunFailed:
-    return {"event": "run_failed", "status": "error", "reason": reason}
-
-
 def agent_error(message: str) -> RunFailed:
     """The agent passed an error to ``finish()`` (already masked: it is written as given)."""
-    failed = _run_failed("agent_error")
-    failed["message"] = message
-    return failed
+    return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": message}
 
 
 def process_exit(exit_code: int) -> RunFailed:
     """The process ended with a non-zero code before ``finish()``."""
-    failed = _run_failed("process_exit")
-    failed["exitCode"] = exit_code
-    return failed
+    return {"event": "run_failed", "status": "error", "reason": "process_exit", "exitCode": exit_code}
 
 
 def calls_in_flight(exit_code: int, in_flight: int) -> RunFailed:
     """The process ended while wrapped calls were running; their effects are not in the cassette."""
-    failed = _run_failed("calls_in_flight")
-    failed["exitCode"] = exit_code
-    failed["inFlight"] = in_flight
-    return failed
+    return {
+        "event": "run_failed",
+        "status": "error",
+        "reason": "calls_in_flight",
+        "exitCode": exit_code,
+        "inFlight": in_flight,
+    }
 
 
 def max_steps_exceeded(max_steps: int) -> RunFailed:
     """A tool loop gave up after ``max_steps`` model calls."""
-    failed = _run_failed("max_steps_exceeded")
-    failed["maxSteps"] = max_steps
-    return failed
+    return {"event": "run_failed", "status": "error", "reason": "max_steps_exceeded", "maxSteps": max_steps}
 
 
 def unknown_tool(tool_name: str, tool_call_id: str) -> RunFailed:
     """The model called a tool the agent does not have."""
-    failed = _run_failed("unknown_tool")
-    failed["toolName"] = tool_name
-    failed["toolCallId"] = tool_call_id
-    return failed
+    return {
+        "event": "run_failed",
+        "status": "error",
+        "reason": "unknown_tool",
+        "toolName": tool_name,
+        "toolCallId": tool_call_id,
+    }
 
 
 def tool_call_sequence(trace: Trace) -> list[str]:
