@@ -22,7 +22,7 @@ from ..analysis.assertions import assert_cassette, parse_tools, render_assert_re
 from ..analysis.diff import diff_outcome, diff_traces, render_diff
 from ..analysis.labels import describe_step
 from ..analysis.verify import render_verify_report, verify_trace
-from ..engine.keys import environment_keys
+from ..engine.keys import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError
@@ -49,7 +49,7 @@ def _add_key_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="also treat the value of this environment variable as an API key (repeatable; "
-        "ANTHROPIC_API_KEY and OPENAI_API_KEY are always used)",
+        f"{' and '.join(KEY_VARIABLES)} are always used)",
     )
 
 

@@ -25,6 +25,7 @@ from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_trace
 from ..trace.model import Trace, TraceStep
+from ..trace.payloads import outcome_of
 from .concurrency import AnswerIndex
 from .options import Match
 from .tools import identical_json, same_json
@@ -101,7 +102,7 @@ def describe_outcome(payload: Any) -> str:
     """``success, result "A"`` / ``error (agent_error): "boom"`` / ``no outcome (…)``."""
     if not isinstance(payload, dict):
         return "no outcome (the run ended incomplete)"
-    if payload.get("event") == "run_completed":
+    if outcome_of(payload).status == "success":
         return f"success, result {render_value(payload.get('result'))}"
     detail = payload.get("message", payload.get("exitCode", payload.get("toolName")))
     suffix = f": {render_value(detail)}" if detail is not None else ""
