@@ -57,6 +57,7 @@ import pytest
 from agent import run_agent
 from fake_model import respond
 
+from pytest_blackbox.providers import ROUTES
 from pytest_blackbox.interception import Interceptor, Reply
 
 
@@ -67,7 +68,7 @@ def answer(request):
 
 @pytest.mark.parametrize("n", range({tests}))
 def test_agent(n):
-    with Interceptor(answer):
+    with Interceptor(answer, routes=ROUTES):
         client = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="floor")
         assert run_agent(client, "What is the weather in Paris?")
 """

@@ -45,6 +45,7 @@ import vcr  # type: ignore[import-untyped]
 
 from pytest_blackbox import blackbox
 from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, Reply
+from pytest_blackbox.providers import ROUTES
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
@@ -135,7 +136,7 @@ def prebuilt(bodies: list[bytes]) -> Callable[[ModelRequest], Reply]:
 def floor_replay(bodies: list[bytes], client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
     def batch() -> None:
         for _ in range(runs):
-            with Interceptor(prebuilt(bodies)):
+            with Interceptor(prebuilt(bodies), routes=ROUTES):
                 agent(client, {"lookup": lookup})
 
     return batch
@@ -177,7 +178,7 @@ def prepare(work: Path, fake: FakeProvider) -> tuple[Path, Path, list[bytes]]:
         agent(client, {"lookup": lookup})
     bodies: list[bytes] = []
     script(fake)
-    with Interceptor(lambda request: Forward(lambda response: bodies.append(response.body))):
+    with Interceptor(lambda request: Forward(lambda response: bodies.append(response.body)), routes=ROUTES):
         agent(client, {"lookup": lookup})
     return cassette, vcr_cassette, bodies
 

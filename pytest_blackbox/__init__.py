@@ -14,6 +14,8 @@ from .errors import (
     BlackboxUnsupportedError,
     BlackboxUsageError,
     CassetteError,
+    OfflineRequestError,
+    RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
 )
@@ -21,9 +23,9 @@ from .errors import (
 if TYPE_CHECKING:
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
+    from .engine.ending import RunReport
     from .engine.mcp import MCPClient, mcp_client
-    from .engine.replay import RecordedToolError
-    from .engine.session import RunReport, Session, blackbox
+    from .engine.session import Session, blackbox
     from .trace.io import load_trace, save_trace
     from .trace.model import Trace, TraceStep
 
@@ -33,6 +35,7 @@ __all__ = [
     "BlackboxUsageError",
     "CassetteError",
     "MCPClient",
+    "OfflineRequestError",
     "RecordedToolError",
     "ReplayDivergenceError",
     "RunReport",
@@ -51,8 +54,7 @@ __all__ = [
 _LAZY = {
     "MCPClient": "engine.mcp",
     "mcp_client": "engine.mcp",
-    "RecordedToolError": "engine.replay",
-    "RunReport": "engine.session",
+    "RunReport": "engine.ending",
     "Session": "engine.session",
     "blackbox": "engine.session",
     "fork_run": "demo.fork",

@@ -22,7 +22,7 @@ from ..trace.chain import validate_chain
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import parse_json, read_text
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
-from ..trace.payloads import terminal_outcome
+from ..trace.payloads import outcome_of, terminal_outcome
 from ..trace.schema import validate_schema
 from ..trace.secrets import mask
 from .neutrality import scan_trace
@@ -188,13 +188,7 @@ def _check_neutrality(doc: Trace, text: str | None, keys: Sequence[str]) -> Inva
 
 
 def _is_success_marker(step: Any) -> bool:
-    payload = step.get("payload")
-    return (
-        step.get("type") == "metadata"
-        and isinstance(payload, dict)
-        and payload.get("event") == "run_completed"
-        and payload.get("status") == "success"
-    )
+    return step.get("type") == "metadata" and outcome_of(step.get("payload")).status == "success"
 
 
 def _check_replayability(doc: Trace) -> InvariantResult:

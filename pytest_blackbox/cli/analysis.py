@@ -1,7 +1,8 @@
 """The read-only commands: ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``.
 
-They only read cassettes, so they import nothing but the analysis side (``pytest_blackbox.trace``)
-and never reach a model, a tool or the network. Each handler returns the exit code; a cassette
+They only read cassettes, so they import nothing but the analysis side (``pytest_blackbox.trace``,
+``pytest_blackbox.analysis``) and the key variable names (``engine.keys``, standard library only), and
+never reach a model, a tool or the network. Each handler returns the exit code; a cassette
 that cannot be loaded surfaces as a ``CassetteError`` naming the file, which ``main`` prints as
 one line.
 """
@@ -21,6 +22,7 @@ from ..analysis.assertions import assert_cassette, parse_tools, render_assert_re
 from ..analysis.diff import diff_outcome, diff_traces, render_diff
 from ..analysis.labels import describe_step
 from ..analysis.verify import render_verify_report, verify_trace
+from ..engine.keys import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError
@@ -29,11 +31,6 @@ from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
 from .common import add_command
-
-#: Environment variables whose values are always treated as secrets to find and never to print.
-DEFAULT_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-#: Set by the launcher for offline runs; it is not a credential.
-OFFLINE_PLACEHOLDER = "blackbox-offline-placeholder"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -52,7 +49,7 @@ def _add_key_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="also treat the value of this environment variable as an API key (repeatable; "
-        "ANTHROPIC_API_KEY and OPENAI_API_KEY are always used)",
+        f"{' and '.join(KEY_VARIABLES)} are always used)",
     )
 
 
@@ -159,10 +156,7 @@ def api_keys(extra_variables: Sequence[str] = ()) -> list[str]:
         if not value:
             raise BlackboxUsageError(f"--api-key-env {name}: the environment variable {name} is not set")
         keys.append(value)
-    for name in DEFAULT_KEY_VARIABLES:
-        value = os.environ.get(name)
-        if value and value != OFFLINE_PLACEHOLDER:
-            keys.append(value)
+    keys.extend(environment_keys(os.environ).values())
     return keys
 
 
@@ -271,10 +265,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 def list_line(name: str, trace: Trace, keys: Sequence[str] = ()) -> str:
     """``name  id=… v=2 steps=N status=success created=YYYY-MM-DD`` for one valid cassette."""
-    outcome = terminal_outcome(trace)
-    status: str = outcome.status
-    if outcome.status == "error":
-        status = f"error/{outcome.failure_reason or 'unknown'}"
+    status = terminal_outcome(trace).label
     created = iso_time(trace["createdAt"])[:10]
     return (
         f"{name}  id={mask(str(trace['id']), keys)} v={trace['version']} steps={len(trace['steps'])} "

@@ -28,13 +28,15 @@ from ..analysis.verify import VerifyReport, verify_trace
 from ..demo.agent import SCENARIOS, run_demo
 from ..demo.fork import fork_run
 from ..engine.fork import SessionFork, read_fork_set
+from ..engine.keys import environment_keys
 from ..engine.options import _UNSET, SessionOptions, resolve_options
 from ..errors import BlackboxError, BlackboxUsageError, ForkError, SecretLeakError, TranscriptImportError
 from ..importers import IMPORTERS, import_chat_json, import_claude_code
-from ..trace.io import load_trace, parse_json, same_file, save_trace
+from ..trace.io import load_trace, parse_json, read_text, same_file, save_trace
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import contains_secret, known_secrets, truncate_masked
+from .analysis import api_keys
 from .common import add_command
 from .launcher import child_env, outcome_line, run_child
 
@@ -43,7 +45,6 @@ __all__ = ["DEFAULT_FORK_PAYLOAD", "register", "run_demo_fork", "run_session_for
 #: The demo fork's replacement for the hotel search result: nothing is available.
 DEFAULT_FORK_PAYLOAD = '{"results":[],"available":false,"message":"No hotels available for that date."}'
 _DEFAULT_TRACE = os.path.join("traces", "example-trace.json")
-_API_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 _MARK = "◼ blackbox ·"
 _STEP_INDEX = re.compile(r"^(0|[1-9]\d*)$")
 
@@ -205,20 +206,13 @@ def _add_import(sub: argparse._SubParsersAction[Any]) -> None:
     imp.set_defaults(func=_import)
 
 
-def _status(trace: Trace) -> str:
-    outcome = terminal_outcome(trace)
-    if outcome.status == "error" and outcome.failure_reason:
-        return f"error/{outcome.failure_reason}"
-    return outcome.status
-
-
 def _demo(args: argparse.Namespace) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     for name in names:
         path = Path(args.out_dir) / SCENARIOS[name].file_name
         trace = run_demo(name)
         save_trace(trace, path)
-        print(f"{_MARK} demo  wrote {path} ({len(trace['steps'])} steps, {_status(trace)})")
+        print(f"{_MARK} demo  wrote {path} ({len(trace['steps'])} steps, {terminal_outcome(trace).label})")
     return 0
 
 
@@ -262,10 +256,10 @@ def run_demo_fork(args: argparse.Namespace) -> int:
     save_trace(result.child_trace, out)
     child = result.child_trace
     copied = _copied_steps(result.prefix_length)
-    summary = f"{len(child['steps'])} steps, {_status(child)}"
+    summary = f"{len(child['steps'])} steps, {terminal_outcome(child).label}"
     print(f"{_MARK} fork  wrote {out} ({summary}); {copied} from {args.trace}, {changed}")
     if result.final_answer is not None:
-        print(f"  answer: {truncate_masked(result.final_answer, 200, _api_keys())}")
+        print(f"  answer: {truncate_masked(result.final_answer, 200, api_keys())}")
     print(f"  next:   blackbox diff {args.trace} {out}")
     return 0
 
@@ -467,31 +461,9 @@ def _diverges_at_mutation(parent_path: Path, child_path: Path) -> str | None:
 # --- import -----------------------------------------------------------------------------------
 
 
-def _api_keys() -> list[str]:
-    return [os.environ[name] for name in _API_KEY_VARIABLES if os.environ.get(name)]
-
-
-def _read_transcript(path: str) -> str:
-    """The transcript's exact text; a leading byte-order mark (editors on Windows add one) is dropped."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: no such file") from None
-    except IsADirectoryError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: it is a directory") from None
-    except UnicodeDecodeError:
-        raise TranscriptImportError(f"cannot read the transcript {path}: it is not UTF-8 text") from None
-    except OSError as exc:
-        raise TranscriptImportError(f"cannot read the transcript {path}: {exc.strerror}") from None
-
-
 def _refuse_api_key(path: str, text: str, trace: Trace | None = None) -> None:
     """Refuse a transcript holding the environment's API key, with or without its surrounding whitespace."""
-    for name in _API_KEY_VARIABLES:
-        value = os.environ.get(name)
-        if not value:
-            continue
+    for name, value in environment_keys(os.environ).items():
         if any(secret in text for secret in known_secrets([value])) or contains_secret(trace, [value]):
             raise SecretLeakError(
                 f"{path} contains your API key (the value of {name}); remove it from the transcript and "
@@ -510,7 +482,7 @@ def _trace_id(args: argparse.Namespace) -> str:
 def _import(args: argparse.Namespace) -> int:
     if same_file(args.out, args.input):
         raise BlackboxUsageError(f"--out {args.out} is the transcript itself; choose another output path")
-    text = _read_transcript(args.input)
+    text = read_text(args.input, subject="transcript", error=TranscriptImportError)
     _refuse_api_key(args.input, text)
     trace_id = _trace_id(args)
     if args.source == "claude-code":
@@ -518,7 +490,7 @@ def _import(args: argparse.Namespace) -> int:
     else:
         trace = import_chat_json(text, trace_id=trace_id)
     _refuse_api_key(args.input, text, trace)
-    report = verify_trace(trace, api_keys=_api_keys())
+    report = verify_trace(trace, api_keys=api_keys())
     if not report.ok:
         raise TranscriptImportError(
             f"the imported cassette does not pass verify ({_failure(report)}); nothing was written"
@@ -529,8 +501,8 @@ def _import(args: argparse.Namespace) -> int:
         ("From:", f"{args.input} ({args.source})"),
         ("Out:", args.out),
         ("Steps:", str(len(trace["steps"]))),
-        ("Status:", _status(trace)),
-        ("Tools:", truncate_masked(" → ".join(tools), 400, _api_keys()) if tools else "(none)"),
+        ("Status:", terminal_outcome(trace).label),
+        ("Tools:", truncate_masked(" → ".join(tools), 400, api_keys()) if tools else "(none)"),
     )
     print(f"{_MARK} import")
     for label, value in rows:

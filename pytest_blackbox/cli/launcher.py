@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..engine.keys import set_placeholder_keys
+from ..engine.launched import LAUNCHED_VAR
 from ..engine.options import SESSION_ENV_VARS
-from ..engine.session import LAUNCHED_VAR, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS
 from ..errors import BlackboxUsageError
 
 _MARK = "◼ blackbox"
@@ -94,9 +95,7 @@ def child_env(
     env.update(settings)
     env[LAUNCHED_VAR] = "1"
     if offline:
-        for name in PROVIDER_KEY_VARS:
-            if not env.get(name, "").strip():
-                env[name] = OFFLINE_PLACEHOLDER_KEY
+        set_placeholder_keys(env)
     return env
 
 

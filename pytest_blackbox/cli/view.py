@@ -17,8 +17,8 @@ from typing import Any
 from ..analysis.verify import VerifyReport, verify_trace
 from ..analysis.view import render_diff_html, render_run_html
 from ..errors import BlackboxUsageError
-from ..trace.errors import CassetteReadError, CassetteSchemaError
-from ..trace.io import load_trace, parse_json
+from ..trace.errors import CassetteSchemaError
+from ..trace.io import load_trace, parse_json, read_text
 from ..trace.secrets import mask
 from .analysis import api_keys
 
@@ -60,28 +60,12 @@ def default_output(cassette: str, other: str | None) -> Path:
     return Path(name)
 
 
-def _read_text(path: str) -> str:
-    try:
-        return Path(path).read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise CassetteReadError(f"`{path}` does not exist", path=path) from None
-    except IsADirectoryError:
-        raise CassetteReadError(f"`{path}` is a directory, not a cassette file", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise CassetteReadError(
-            f"`{path}` is not UTF-8 text (invalid byte at offset {exc.start})", path=path
-        ) from None
-    except OSError as exc:
-        reason = (exc.strerror or exc.__class__.__name__).lower()
-        raise CassetteReadError(f"`{path}` cannot be read: {reason}", path=path) from None
-
-
 def load_for_view(path: str, keys: list[str]) -> tuple[dict[str, Any], VerifyReport]:
     """The run to show and its verify report; a cassette failing a check still loads if it has steps."""
     report = verify_trace(path, api_keys=keys)
     if report.trace is not None:
         return dict(report.trace), report
-    doc = parse_json(_read_text(path), path=path)
+    doc = parse_json(read_text(path), path=path)
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         raise CassetteSchemaError(
             f"`{path}` cannot be shown: it is not a cassette (no steps list); "

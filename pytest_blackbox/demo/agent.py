@@ -22,6 +22,7 @@ from ..engine.jsonvalue import to_json_value
 from ..errors import BlackboxUsageError
 from ..trace.canonical import canonical_json
 from ..trace.model import Trace
+from ..trace.payloads import max_steps_exceeded, run_completed, unknown_tool
 from ..trace.recorder import TraceRecorder
 
 __all__ = [
@@ -248,9 +249,7 @@ def run_agent_loop(
         if decision["type"] == "final_answer":
             text = decision["text"]
             recorder.append("model_output", {"type": "final_answer", "text": text}, clock())
-            recorder.append(
-                "metadata", {"event": "run_completed", "status": "success", "result": text}, clock()
-            )
+            recorder.append("metadata", run_completed(text), clock())
             return str(text)
         call = {
             "toolCallId": f"call-{next_call_index}",
@@ -264,11 +263,7 @@ def run_agent_loop(
             return None
         history.append({"role": "assistant", "content": [{"type": "tool_use", **copy.deepcopy(call)}]})
         history.append({"role": "user", "content": [{"type": "tool_result", **outcome}]})
-    recorder.append(
-        "metadata",
-        {"event": "run_failed", "status": "error", "reason": "max_steps_exceeded", "maxSteps": max_steps},
-        clock(),
-    )
+    recorder.append("metadata", max_steps_exceeded(max_steps), clock())
     return None
 
 
@@ -296,14 +291,7 @@ def _run_tool(
         )
     except UnknownToolError as exc:
         recorder.append("tool_result", {**ref, "error": str(exc)}, clock())
-        failure = {
-            "event": "run_failed",
-            "status": "error",
-            "reason": "unknown_tool",
-            "toolName": call["toolName"],
-            "toolCallId": call["toolCallId"],
-        }
-        recorder.append("metadata", failure, clock())
+        recorder.append("metadata", unknown_tool(call["toolName"], call["toolCallId"]), clock())
         return None
     except Exception as exc:  # a failing tool is data the model gets to see, not a crash of the loop
         outcome: dict[str, Any] = {**ref, "error": str(exc)}

@@ -16,6 +16,8 @@ that depends only on what was said:
 
 The agent never sees a ``call-N`` id while recording (the provider's own ids reach it), so renumbering
 at the end is safe. A replay hands out the renumbered ids, and the requests carry them back.
+
+See docs/engine.md#concurrent-conversations.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "last_call",
     "note_call",
     "running_tool",
+    "tool_steps",
 ]
 
 T = TypeVar("T")
@@ -318,13 +321,13 @@ class ConcurrentRecording:
         for turn in (self.pre, *answered):
             rounds[turn] = _round_order(turn, rounds.get(turn, []))
         trailing = sorted(rounds.get(None, []), key=_tool_key)
-        written: list[StepSpec] = _tool_steps(rounds[self.pre])
+        written: list[StepSpec] = tool_steps(rounds[self.pre])
         for conversation in _conversations(answered, rounds):
             for turn in conversation:
                 written.append(("model_input", turn.model_input, turn.started))
                 written.append(("model_output", turn.output, turn.ended))
-                written.extend(_tool_steps(rounds[turn]))
-        written.extend(_tool_steps(trailing))
+                written.extend(tool_steps(rounds[turn]))
+        written.extend(tool_steps(trailing))
         return renumber(written)
 
 
@@ -339,7 +342,8 @@ def _tool_key(tool: PendingTool) -> str:
     return _dumps([tool.name, tool.tool_input, tool.outcome])
 
 
-def _tool_steps(tools: Iterable[PendingTool]) -> list[StepSpec]:
+def tool_steps(tools: Iterable[PendingTool]) -> list[StepSpec]:
+    """The ``tool_call`` and ``tool_result`` steps of finished invocations, each call then its result."""
     steps: list[StepSpec] = []
     for tool in tools:
         call = {"toolCallId": tool.call_id, "toolName": tool.name, "toolInput": tool.tool_input}
@@ -384,7 +388,7 @@ def _conversations(answered: list[Turn], rounds: dict[Turn | None, list[PendingT
 def _turn_key(turn: Turn, tools: list[PendingTool]) -> str:
     """The turn's content as canonical JSON, its ``call-N`` ids numbered from 0 in order of appearance."""
     specs: list[StepSpec] = [("model_input", turn.model_input, 0), ("model_output", turn.output, 0)]
-    return _dumps([[kind, payload] for kind, payload, _ in renumber([*specs, *_tool_steps(tools)])])
+    return _dumps([[kind, payload] for kind, payload, _ in renumber([*specs, *tool_steps(tools)])])
 
 
 # -- renumbering ----------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ observe: an uncaught exception (1), ``KeyboardInterrupt`` (130), SIGTERM (143); 
 ``sys.exit(3)`` included, counts as clean. ``os._exit`` and SIGKILL skip every hook. The SIGTERM
 handler is installed only from the main thread and only when no other handler is set. Under pytest
 the plugin owns the session's end and this net is not installed.
+
+See docs/engine.md#the-exit-safety-net.
 """
 
 from __future__ import annotations
@@ -22,39 +24,39 @@ import signal
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from types import FrameType, TracebackType
-from typing import Protocol
 
 SIGINT_EXIT = 130
 SIGTERM_EXIT = 143
 
-
-class Ending(Protocol):
-    """A session that can write itself at process exit."""
-
-    def end_by_exit(self, exit_code: int) -> None: ...
-
-
-_sessions: weakref.WeakSet[Ending] = weakref.WeakSet()
+#: Each watched session and its own ending method, both held weakly: a session the user dropped is
+#: not ended (nor kept alive) by this module.
+_ending: weakref.WeakKeyDictionary[object, weakref.WeakMethod[Callable[[int], None]]] = (
+    weakref.WeakKeyDictionary()
+)
 _installed = False
 _exit_code = 0
 
 
-def watch(session: Ending) -> None:
-    """Write ``session`` at process exit unless it finishes first."""
+def watch(session: object, end: Callable[[int], None]) -> None:
+    """Call ``end(exit_code)``, a method of ``session``, at process exit unless it is forgotten first."""
     _install()
-    _sessions.add(session)
+    _ending[session] = weakref.WeakMethod(end)
 
 
-def forget(session: Ending) -> None:
-    _sessions.discard(session)
+def forget(session: object) -> None:
+    _ending.pop(session, None)
 
 
 def _end_all(code: int) -> None:
-    for session in list(_sessions):
-        _sessions.discard(session)
+    for session, method in list(_ending.items()):
+        _ending.pop(session, None)
+        end = method()
+        if end is None:
+            continue
         try:
-            session.end_by_exit(code)
+            end(code)
         except Exception as exc:  # the process is ending: report, never raise
             print(f"blackbox (at process exit): {exc}", file=sys.stderr)
 

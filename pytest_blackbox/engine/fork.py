@@ -10,12 +10,13 @@ wrapped tools run for real and model calls go to the live API or take the next r
 This module holds what a fork adds to a session: the checks (all made before anything runs, so the
 CLI makes them too), the script, and the bookkeeping of the fork point's tool round. The session
 calls it from a few hooks.
+
+See docs/fork-demo-import.md#the-session-fork-what-if-a-tool-had-answered-differently.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,15 +25,15 @@ from typing import Any
 from .. import providers
 from ..analysis.jsondiff import render_value
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, ForkError, ReplayDivergenceError
-from ..interception import Reply
 from ..providers.common import final_answer, tool_calls_output
 from ..trace.errors import CassetteError
-from ..trace.io import load_trace, parse_json, same_file
-from ..trace.model import Trace, TraceStep
+from ..trace.io import load_trace, parse_json, read_text, same_file
+from ..trace.model import ModelOutput, ToolCallRef, Trace, TraceStep
 from ..trace.recorder import TraceRecorder
 from .options import Continue, Match, SessionOptions, resolve_options
+from .recording import Recording
 from .replay import TOOL_INPUT_HINT, RecordedPair
-from .tools import OpenCalls, same_json
+from .tools import Answered, OpenCalls, same_json
 
 __all__ = [
     "SCRIPT_SHAPE",
@@ -41,7 +42,6 @@ __all__ = [
     "fork_options_for",
     "parse_script",
     "read_fork_set",
-    "synthesized_reply",
 ]
 
 #: What a script file holds; every script error repeats it (and never quotes the file).
@@ -70,16 +70,7 @@ def read_fork_set(value: str) -> Any:
     """The ``--set`` value: JSON text, or ``@file`` holding it."""
     text = value
     if value.startswith("@"):
-        path = value[1:]
-        try:
-            with open(path, encoding="utf-8-sig", newline="") as handle:
-                text = handle.read()
-        except FileNotFoundError:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: no such file") from None
-        except UnicodeDecodeError:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: it is not UTF-8 text") from None
-        except OSError as exc:
-            raise BlackboxUsageError(f"cannot read the --set file {path}: {exc.strerror}") from None
+        text = read_text(value[1:], subject="--set file", error=BlackboxUsageError)
     try:
         return parse_json(text)
     except CassetteError as exc:
@@ -139,17 +130,7 @@ def parse_script(text: str, where: str) -> list[dict[str, Any]]:
 
 
 def _read_script(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise ForkError(f"cannot read the fork script {path}: no such file") from None
-    except IsADirectoryError:
-        raise ForkError(f"cannot read the fork script {path}: it is a directory") from None
-    except UnicodeDecodeError:
-        raise ForkError(f"the fork script {path} is not UTF-8 text; it must be {SCRIPT_SHAPE}") from None
-    except OSError as exc:
-        raise ForkError(f"cannot read the fork script {path}: {exc.strerror}") from None
-    return parse_script(text, str(path))
+    return parse_script(read_text(str(path), subject="fork script", error=ForkError), str(path))
 
 
 # -- the checks --------------------------------------------------------------------------------
@@ -313,6 +294,23 @@ class SessionFork:
 
     # -- after the fork point ------------------------------------------------------------------
 
+    def write_fork_point(self, recording: Recording, round_: list[RecordedPair], pair: RecordedPair) -> Any:
+        """Step N in the child, right after the copied prefix; returns what the agent receives instead.
+
+        The round's calls whose steps the prefix holds (and the fork point's own) are claimed, so a
+        requested call is never claimed twice.
+        """
+        for done in self.before_point(round_, pair):
+            recording.open_calls.claim(done.name, done.call["payload"].get("toolInput"))
+        payload, timestamp = self.replacement_step()
+        recording.recorder.append("tool_result", payload, timestamp)
+        return self.replacement_value()
+
+    def serve(self, name: str, tool_input: Any, open_calls: OpenCalls) -> Answered | None:
+        """After N: a sibling recorded before N answers from the cassette (``None``: run for real)."""
+        served = self.claim_served(name, tool_input, open_calls)
+        return None if served is None else Answered(served.answer())
+
     def claim_served(self, name: str, tool_input: Any, open_calls: OpenCalls) -> RecordedPair | None:
         """The sibling recorded before N this invocation stands for, or ``None`` if it runs for real.
 
@@ -366,7 +364,7 @@ class SessionFork:
             )
         self._check_served()
 
-    def next_output(self, ids: providers.CallIds) -> dict[str, Any]:
+    def next_output(self, ids: providers.CallIds) -> ModelOutput:
         """The next scripted reply as a ``model_output`` payload; its calls get fresh ``call-N`` ids."""
         if self.replies >= len(self.script):
             raise ForkError(
@@ -378,7 +376,7 @@ class SessionFork:
         text = entry.get("text", "")
         if entry["type"] == "final_answer":
             return final_answer(text, None)
-        calls = [
+        calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.fresh(),
                 "toolName": call["toolName"],
@@ -392,21 +390,6 @@ class SessionFork:
 def _thinking_on(body: Any) -> bool:
     thinking = body.get("thinking") if isinstance(body, dict) else None
     return isinstance(thinking, dict) and thinking.get("type") != "disabled"
-
-
-def synthesized_reply(provider: providers.Provider, body: Any, output: TraceStep) -> Reply:
-    """The answer to ``body`` from a recorded or scripted model output, plain or streamed as asked."""
-    model = body.get("model") if isinstance(body, dict) else None
-    where: dict[str, Any] = {
-        "output_index": output["index"],
-        "model": model if isinstance(model, str) else None,
-        "timestamp": output["timestamp"],
-    }
-    if provider.is_stream_request(body):
-        events = provider.synthesize_stream(output["payload"], request_body=body, **where)
-        return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
-    synthesized = provider.synthesize_response(output["payload"], **where)
-    return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
 
 def fork_options_for(cassette: Path, env: Mapping[str, str]) -> SessionOptions | None:

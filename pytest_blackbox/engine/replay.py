@@ -4,25 +4,40 @@ It knows nothing about HTTP or providers: the session hands it neutral requests 
 invocations, and it answers with recorded steps or raises ``ReplayDivergenceError``. Both match
 modes require every recorded step to be consumed and the outcome to match; ``sequence`` only skips
 the comparison of request contents.
+
+See docs/engine.md#replay-what-is-compared.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..analysis.jsondiff import ABSENT, first_difference, render_value
 from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
+from ..trace.io import load_trace, parse_trace
 from ..trace.model import Trace, TraceStep
+from ..trace.payloads import outcome_of
 from .concurrency import AnswerIndex
 from .options import Match
 from .tools import identical_json, same_json
 
-__all__ = ["RecordedPair", "RecordedToolError", "RecordedTurn", "ReplayCursor", "describe_outcome"]
+__all__ = [
+    "RecordedPair",
+    "RecordedToolError",
+    "RecordedTurn",
+    "ReplayCursor",
+    "describe_outcome",
+    "load_cassette",
+]
 
 REQUEST_HINT = (
     "The agent sent a different request than the one recorded. If the difference comes from something "
@@ -33,6 +48,30 @@ OUTCOME_HINT = (
     "Every model call matched, but the agent ended the run differently: the result or error it passed to "
     "finish() is not the recorded one."
 )
+
+
+#: Checked cassettes by the SHA-256 of their bytes: replaying the same file again (parametrized tests,
+#: a benchmark, a flaky-test rerun) skips the parse, schema and hash-chain checks. Bounded, and keyed
+#: by content, so an edited file is always checked again.
+_CHECKED: OrderedDict[str, Trace] = OrderedDict()
+_CHECKED_MAX = 16
+
+
+def load_cassette(path: Path) -> Trace:
+    """``load_trace``, remembering what was already checked. The trace is shared: never mutate it."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return load_trace(path)  # it raises the CassetteReadError that names the problem
+    key = hashlib.sha256(data).hexdigest()
+    trace = _CHECKED.get(key)
+    if trace is None:
+        trace = parse_trace(text, path=os.fspath(path))
+        _CHECKED[key] = trace
+        if len(_CHECKED) > _CHECKED_MAX:
+            _CHECKED.popitem(last=False)
+    return trace
 
 
 @dataclass
@@ -63,7 +102,7 @@ def describe_outcome(payload: Any) -> str:
     """``success, result "A"`` / ``error (agent_error): "boom"`` / ``no outcome (…)``."""
     if not isinstance(payload, dict):
         return "no outcome (the run ended incomplete)"
-    if payload.get("event") == "run_completed":
+    if outcome_of(payload).status == "success":
         return f"success, result {render_value(payload.get('result'))}"
     detail = payload.get("message", payload.get("exitCode", payload.get("toolName")))
     suffix = f": {render_value(detail)}" if detail is not None else ""
@@ -190,6 +229,11 @@ class ReplayCursor:
         return self.last.input["index"] + 2 if self.last is not None else 0
 
     @property
+    def opener(self) -> TraceStep | None:
+        """The model output that opened that round (``None`` for the tools before the first call)."""
+        return self.steps[self.round_start - 1] if self.round_start > 0 else None
+
+    @property
     def pos(self) -> int:
         """The index after the furthest recorded step used (its round included once settled)."""
         turn = self._furthest
@@ -273,11 +317,17 @@ class ReplayCursor:
                 REQUEST_HINT,
             )
 
-    def take_model_output(self, recorded_input: TraceStep) -> TraceStep:
-        """Use the matched ``model_input`` and return its ``model_output``; its round opens."""
-        turn = self._use(self._by_input[recorded_input["index"]])
-        assert turn.output is not None
-        return turn.output
+    def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
+        """The recorded call that answers this request; its round opens.
+
+        ``in_order`` (a fork, which replays its prefix as recorded): the next recorded call, compared
+        in strict mode. Otherwise whichever call :meth:`claim_request` finds.
+        """
+        if not in_order:
+            return self.claim_request(actual)
+        recorded = self.peek_model_input()
+        self.compare_request(recorded, actual)
+        return self._use(self._by_input[recorded["index"]])
 
     def _use(self, turn: RecordedTurn) -> RecordedTurn:
         if turn.output is None:
@@ -419,8 +469,7 @@ class ReplayCursor:
         round_ = self.round
         if not round_:
             return self.pos, [], None
-        opener = self.steps[self.round_start - 1] if self.round_start > 0 else None
-        return self.round_start, [pair for pair in round_ if pair.claimed], opener
+        return self.round_start, [pair for pair in round_ if pair.claimed], self.opener
 
     # -- the end ---------------------------------------------------------------------------------
 

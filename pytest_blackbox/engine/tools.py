@@ -5,6 +5,8 @@ runs (record) or answers from the cassette (replay). Matching follows the origin
 (arda-ulas/blackbox): an invocation claims an open call of the current model turn with the same name
 and canonically equal arguments, else the first open call with that name; identical duplicates are
 matched in invocation order.
+
+See docs/engine.md#wrapped-tools.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..trace.canonical import canonical_json
 from ..trace.errors import CanonicalJSONError
 from ..trace.model import ToolCallRef
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 def tool_input_of(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -120,15 +124,63 @@ class OpenCalls:
         return [c.ref for c in self.claims if not c.claimed]
 
 
-class ToolHost(Protocol):
-    """What a wrapped tool reports to: the session."""
+@dataclass(frozen=True)
+class Answered:
+    """A wrapped tool answered from the cassette: the tool itself does not run."""
 
-    def run_tool(self, name: str, tool_input: Any, call: Callable[[], Any]) -> Any: ...
-
-    async def run_tool_async(self, name: str, tool_input: Any, call: Callable[[], Awaitable[Any]]) -> Any: ...
+    value: Any
 
 
-def wrap_tool(host: ToolHost, name: str, fn: F) -> F:
+@dataclass(frozen=True)
+class ToolPort(Generic[R]):
+    """How a wrapped tool reports to its session.
+
+    ``begin`` answers the invocation from the cassette (:class:`Answered`) or registers a run to
+    record (``R``); ``end`` records its result or error, ``abandon`` forgets a run that was cancelled
+    or interrupted. ``running`` marks the task or thread as running a wrapped tool, while it runs.
+    """
+
+    running: Callable[[], AbstractContextManager[None]]
+    begin: Callable[[str, Any], Answered | R]
+    end: Callable[[R, Any, BaseException | None], Any]
+    abandon: Callable[[R], None]
+
+    def run(self, name: str, tool_input: Any, call: Callable[[], Any]) -> Any:
+        """Run (record) or answer (replay) one invocation of a sync tool."""
+        __tracebackhide__ = True
+        begun = self.begin(name, tool_input)
+        if isinstance(begun, Answered):
+            return begun.value
+        try:
+            with self.running():
+                result = call()
+        except Exception as exc:
+            self.end(begun, None, exc)
+            raise
+        except BaseException:
+            self.abandon(begun)
+            raise
+        return self.end(begun, result, None)
+
+    async def run_async(self, name: str, tool_input: Any, call: Callable[[], Awaitable[Any]]) -> Any:
+        """The async twin of :meth:`run`."""
+        __tracebackhide__ = True
+        begun = self.begin(name, tool_input)
+        if isinstance(begun, Answered):
+            return begun.value
+        try:
+            with self.running():
+                result = await call()
+        except Exception as exc:
+            self.end(begun, None, exc)
+            raise
+        except BaseException:
+            self.abandon(begun)
+            raise
+        return self.end(begun, result, None)
+
+
+def wrap_tool(host: ToolPort[Any], name: str, fn: F) -> F:
     """Wrap ``fn`` so every invocation goes through ``host`` under the tool name ``name``."""
     if not callable(fn):
         raise TypeError(f"tool {name!r} must be callable")
@@ -137,15 +189,13 @@ def wrap_tool(host: ToolHost, name: str, fn: F) -> F:
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
-            return await host.run_tool_async(
-                name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs)
-            )
+            return await host.run_async(name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs))
 
         return async_wrapper  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        return host.run_tool(name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs))
+        return host.run(name, tool_input_of(fn, args, kwargs), lambda: fn(*args, **kwargs))
 
     return wrapper  # type: ignore[return-value]

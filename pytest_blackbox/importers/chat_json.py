@@ -18,6 +18,7 @@ from ..engine.jsonvalue import to_json_value
 from ..errors import BlackboxError, TranscriptImportError
 from ..trace.io import parse_json
 from ..trace.model import Trace
+from ..trace.payloads import run_completed
 from ..trace.recorder import TraceRecorder
 from .checked import verified
 
@@ -222,4 +223,4 @@ def _final_answer(
     stamp = messages[index]["timestamp"]
     recorder.append("model_input", _model_input(history, tools), stamp)
     recorder.append("model_output", {"type": "final_answer", "text": text}, stamp)
-    recorder.append("metadata", {"event": "run_completed", "status": "success", "result": text}, stamp)
+    recorder.append("metadata", run_completed(text), stamp)

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import BlackboxError, TranscriptImportError
 from ..trace.io import parse_json
 from ..trace.model import Trace
+from ..trace.payloads import run_completed
 from ..trace.recorder import TraceRecorder
 from .checked import verified
 
@@ -310,8 +311,7 @@ class _Emitter:
         if unanswered is not None:
             self._model_input(unanswered.line.timestamp)
         elif final is not None:
-            result = {"event": "run_completed", "status": "success", "result": final[0]}
-            self.recorder.append("metadata", result, final[1])
+            self.recorder.append("metadata", run_completed(final[0]), final[1])
         return self.recorder.trace()
 
     def _model_input(self, timestamp: int) -> None:

@@ -26,8 +26,10 @@ import pytest
 
 from ..analysis.verify import ACTIONS, VerifyReport, render_row, verify_trace
 from ..engine.fork import SessionFork, fork_options_for
+from ..engine.keys import environment_keys, set_placeholder_keys
+from ..engine.launched import write_report
 from ..engine.options import SessionOptions
-from ..engine.session import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARS, Session, write_report
+from ..engine.session import Session
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
@@ -196,8 +198,8 @@ class TestRun:
 
     def _verified(self) -> bool:
         """Replay only a cassette that passes ``blackbox verify``; otherwise say which invariant failed."""
-        keys = [os.environ[name] for name in PROVIDER_KEY_VARS if os.environ.get(name)]
-        report = verify_trace(self.cassette, api_keys=[k for k in keys if k != OFFLINE_PLACEHOLDER_KEY])
+        keys = list(environment_keys(os.environ).values())
+        report = verify_trace(self.cassette, api_keys=keys)
         if report.ok:
             return True
         self._refuse("invalid", self._verify_text(report))
@@ -228,10 +230,7 @@ class TestRun:
 
     def _set_placeholder_keys(self) -> None:
         """SDK clients refuse to start without a key; a replay sends none, so a placeholder will do."""
-        for name in PROVIDER_KEY_VARS:
-            if not os.environ.get(name):
-                os.environ[name] = OFFLINE_PLACEHOLDER_KEY
-                self._env_patched.append(name)
+        self._env_patched.extend(set_placeholder_keys(os.environ))
 
     def restore_env(self) -> None:
         for name in self._env_patched:

@@ -1,33 +1,49 @@
-"""The wire protocols Blackbox can record and replay, chosen by the request's URL path.
+"""The wire protocols Blackbox can record and replay: one module each, chosen by the request's URL path.
 
-Each protocol is one module with the same functions (the ``Provider`` protocol below), so the
-session is written once against that interface and never looks at provider JSON itself.
+Each protocol is one module with the same names (the ``Provider`` protocol below), so the session is
+written once against that interface and never looks at provider JSON itself. Each module declares its
+own ``ROUTE``; the interception routes (:data:`ROUTES`) and :func:`provider_for_path` derive from
+them. See docs/providers.md.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import re
+from typing import Any, Final, Protocol
 
+from ..trace.model import ModelInput, ModelOutput
 from . import anthropic, openai_chat, openai_responses
 from .common import CallIds
 from .sse import SSE_HEADERS
 
-__all__ = ["SSE_HEADERS", "CallIds", "Provider", "provider_for_path"]
+__all__ = ["PROVIDERS", "ROUTES", "SSE_HEADERS", "CallIds", "Provider", "provider_for_path"]
 
 
 class Provider(Protocol):
-    """What a provider module offers: wire JSON ↔ neutral step payloads, pure functions only."""
+    """What a provider module offers: wire JSON ↔ neutral step payloads, pure functions only.
+
+    ``path`` is the request's URL path (no query string): a protocol that carries part of the request
+    there (a model name, whether to stream) reads it; the others ignore it.
+    """
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
+        """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``: also its route's name."""
         ...
 
-    def normalize_request(self, body: Any, ids: CallIds) -> dict[str, Any]:
+    @property
+    def ROUTE(self) -> str:
+        """A regular expression searched in the URL path (not the host, not the query) of a POST.
+
+        Path suffixes, not hosts: base URLs, gateways, proxies and Azure endpoints all end in these.
+        """
+        ...
+
+    def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         """The ``model_input`` payload; raises ``BlackboxUnsupportedError`` before anything is sent."""
         ...
 
-    def normalize_response(self, body: Any, ids: CallIds) -> dict[str, Any]:
+    def normalize_response(self, body: Any, ids: CallIds) -> ModelOutput:
         """The ``model_output`` payload; refuses what a replay could not return as it came."""
         ...
 
@@ -64,22 +80,24 @@ class Provider(Protocol):
         """The provider's error body carrying a ``[blackbox]`` message."""
         ...
 
-    def is_stream_request(self, body: Any) -> bool:
+    def is_stream_request(self, body: Any, *, path: str = "") -> bool:
         """Whether the request asks for a streamed answer."""
         ...
 
 
-def provider_for_path(path: str) -> Provider | None:
-    """The provider for a request path, or ``None`` when the path is not a model call.
+_MODULES: Final[tuple[Provider, ...]] = (anthropic, openai_chat, openai_responses)
 
-    Only the path is looked at (a query string is ignored), so Azure-style deployments and
-    proxies with a path prefix are recognised too.
+#: Every provider by its name, which is also the name of its interception route.
+PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in _MODULES}
+
+#: Route name → path pattern: what the interception layer answers as a model call.
+ROUTES: Final[dict[str, str]] = {provider.NAME: provider.ROUTE for provider in _MODULES}
+
+
+def provider_for_path(path: str) -> Provider | None:
+    """The provider whose route matches a request path, or ``None`` when it is not a model call.
+
+    A query string is ignored, so Azure-style ``?api-version=…`` deployments are recognised too.
     """
-    route = path.split("?", 1)[0].rstrip("/")
-    if route.endswith("/v1/messages"):
-        return anthropic
-    if route.endswith("/chat/completions"):
-        return openai_chat
-    if route.endswith("/responses"):
-        return openai_responses
-    return None
+    route = path.split("?", 1)[0]
+    return next((provider for provider in _MODULES if re.search(provider.ROUTE, route)), None)

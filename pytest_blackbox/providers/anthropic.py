@@ -8,13 +8,16 @@ as it was (images, server tools, citations, a stop sequence, …) is refused wit
 
 Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
 sends back must normalize the same without them.
+
+See docs/providers.md#anthropic-messages.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     final_answer,
@@ -38,6 +41,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -48,6 +52,8 @@ __all__ = [
 ]
 
 NAME: Final = "anthropic"
+#: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
+ROUTE: Final = r"/v1/messages$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (
@@ -67,7 +73,7 @@ _ONE_TEXT_ADVICE: Final = (
     "a replay returns one text block before the tool calls, so this response could not come back as it was"
 )
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
-_STOP_REASONS: Final = {
+_STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     None: None,
     "end_turn": None,
     "tool_use": None,
@@ -79,10 +85,11 @@ _STOP_REASONS: Final = {
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Messages request body; refusals are raised before sending.
 
     ``stream`` is not part of it: a streamed and a plain call with the same content are the same turn.
+    ``path`` is unused: the Messages API carries the whole request in the body.
     """
     request = require_object(body, "the request body")
     messages = [_message(raw, index, ids) for index, raw in enumerate(list_field(request, "messages"))]
@@ -104,10 +111,10 @@ def _system_prompt(system: Any) -> str | None:
     malformed("system", "a string or a list of text blocks")
 
 
-def _message(raw: Any, index: int, ids: CallIds) -> dict[str, Any]:
+def _message(raw: Any, index: int, ids: CallIds) -> Message:
     at = f"messages[{index}]"
     message = require_object(raw, at)
-    role = "assistant" if message.get("role") == "assistant" else "user"
+    role: Literal["user", "assistant"] = "assistant" if message.get("role") == "assistant" else "user"
     content = message.get("content")
     if isinstance(content, str):
         return {"role": role, "content": content}
@@ -182,7 +189,7 @@ def _input(block: dict[str, Any]) -> Any:
     return json_copy({} if raw is None else raw)
 
 
-def _tool(raw: Any, index: int) -> dict[str, Any]:
+def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
@@ -206,7 +213,7 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
 # -- responses ---------------------------------------------------------------------------------
 
 
-def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Messages response body.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
@@ -217,12 +224,12 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
     for field in ("stop_details", "container"):
         if response.get(field) is not None:
             unsupported(f"{field} in a response", _NOT_RECORDED, field)
-    neutral_calls = [
+    neutral_calls: list[ToolCallRef] = [
         {"toolCallId": ids.neutral(provider_id, name), "toolName": name, "toolInput": tool_input}
         for provider_id, name, tool_input in calls
     ]
     if neutral_calls:
-        return tool_calls_output(neutral_calls, text, stop)
+        return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
     return final_answer(text, stop)
 
 
@@ -262,7 +269,7 @@ def _response_text(block: dict[str, Any], at: str) -> str:
     return require_str(block.get("text"), f"{at}.text", "response")
 
 
-def _stop(reason: Any, *, has_calls: bool) -> str | None:
+def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
     if reason == "refusal" and has_calls:
         unsupported(
             "a refusal together with tool calls", "a replay returns a refusal as text alone", "stop_reason"

@@ -7,6 +7,8 @@ exactly the same way.
 The JSON helpers follow JavaScript's ``JSON.parse`` / ``JSON.stringify`` rather than Python's
 ``json`` defaults, because cassettes are shared with the original Blackbox (arda-ulas/blackbox) and a
 value must normalize to the same neutral payload whichever implementation recorded it.
+
+See docs/providers.md.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_number
+from ..trace.model import (
+    FinalAnswer,
+    Message,
+    ModelInput,
+    Stop,
+    ToolCallRef,
+    ToolCallsOutput,
+    ToolDefinition,
+)
 
 __all__ = [
     "CallIds",
@@ -142,9 +153,11 @@ def label(value: Any) -> str:
     return f"a {type(value).__name__} value"
 
 
-def is_stream_request(body: Any) -> bool:
+def is_stream_request(body: Any, *, path: str = "") -> bool:
     """Whether the body asks for a streamed answer: streaming is how an answer travels, not what it says,
-    so it is never part of ``model_input`` and a replay answers in whichever form is asked for."""
+    so it is never part of ``model_input`` and a replay answers in whichever form is asked for.
+
+    ``path`` is unused: these protocols say ``stream: true`` in the body."""
     return isinstance(body, Mapping) and body.get("stream") is True
 
 
@@ -292,15 +305,15 @@ def join_text_blocks(blocks: list[Any], at: str, advice: str) -> str:
 
 
 def model_input(
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
+    messages: list[Message],
+    tools: list[ToolDefinition],
     *,
     system_prompt: str | None,
     model: Any,
     params: dict[str, Any] | None,
-) -> dict[str, Any]:
+) -> ModelInput:
     """The ``model_input`` payload, keys in the order the original Blackbox writes them."""
-    payload: dict[str, Any] = {"messages": messages, "tools": tools}
+    payload: ModelInput = {"messages": messages, "tools": tools}
     if system_prompt is not None:
         payload["systemPrompt"] = system_prompt
     if isinstance(model, str):
@@ -310,9 +323,9 @@ def model_input(
     return payload
 
 
-def tool_definition(name: str, description: Any, schema: Any) -> dict[str, Any]:
+def tool_definition(name: str, description: Any, schema: Any) -> ToolDefinition:
     """A neutral tool: ``description`` is ``""`` when absent, ``inputSchema`` only when an object."""
-    definition: dict[str, Any] = {
+    definition: ToolDefinition = {
         "name": name,
         "description": description if isinstance(description, str) else "",
     }
@@ -324,9 +337,9 @@ def tool_definition(name: str, description: Any, schema: Any) -> dict[str, Any]:
 # -- model outputs -----------------------------------------------------------------------------
 
 
-def tool_calls_output(calls: list[dict[str, Any]], text: str, stop: str | None) -> dict[str, Any]:
+def tool_calls_output(calls: list[ToolCallRef], text: str, stop: Literal["length"] | None) -> ToolCallsOutput:
     """A ``tool_calls`` output: ``text`` only when non-empty, ``stop`` only when set."""
-    output: dict[str, Any] = {"type": "tool_calls", "calls": calls}
+    output: ToolCallsOutput = {"type": "tool_calls", "calls": calls}
     if text:
         output["text"] = text
     if stop is not None:
@@ -334,9 +347,9 @@ def tool_calls_output(calls: list[dict[str, Any]], text: str, stop: str | None) 
     return output
 
 
-def final_answer(text: str, stop: str | None) -> dict[str, Any]:
+def final_answer(text: str, stop: Stop | None) -> FinalAnswer:
     """A ``final_answer`` output, ``stop`` only when set."""
-    output: dict[str, Any] = {"type": "final_answer", "text": text}
+    output: FinalAnswer = {"type": "final_answer", "text": text}
     if stop is not None:
         output["stop"] = stop
     return output

@@ -9,12 +9,15 @@ Fields a cassette cannot carry faithfully (audio, the legacy functions API, mess
 logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming the
 field, never recorded or replayed altered. Strict function tools are recorded in ``params.toolStrict``
 rather than refused: agent frameworks send them by default.
+
+See docs/providers.md#openai-chat-completions.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -39,6 +42,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -49,6 +53,8 @@ __all__ = [
 ]
 
 NAME: Final = "openai_chat"
+#: Chat Completions, under any base URL (Azure deployments included).
+ROUTE: Final = r"/chat/completions$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.
@@ -86,8 +92,11 @@ _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
-    """The ``model_input`` payload for a Chat Completions request body; refusals come before sending."""
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
+    """The ``model_input`` payload for a Chat Completions request body; refusals come before sending.
+
+    ``path`` is unused: Chat Completions carries the whole request in the body.
+    """
     request = require_object(body, "the request body")
     _check_request(request)
     raw_messages = list_field(request, "messages")
@@ -158,8 +167,8 @@ def _role(raw: Any, index: int) -> Any:
     return message.get("role")
 
 
-def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
+def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message]:
+    messages: list[Message] = []
     results: list[dict[str, Any]] | None = None
     for index in range(start, len(raw_messages)):
         at = f"messages[{index}]"
@@ -224,7 +233,7 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
 
 
-def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
+def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
     text = _content_text(message.get("content"), f"{at}.content")
     tool_calls = message.get("tool_calls")
     if tool_calls is None or tool_calls == []:
@@ -255,7 +264,7 @@ def _function_call(raw: Any, at: str, side: str) -> tuple[str, str, Any]:
     return name, require_str(call.get("id"), f"{at}.id", side), function.get("arguments")
 
 
-def _tool(raw: Any, index: int) -> dict[str, Any]:
+def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     function = tool.get("function")
@@ -271,7 +280,7 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
 # -- responses ---------------------------------------------------------------------------------
 
 
-def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Chat Completions response body.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
@@ -290,9 +299,9 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
     ]
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
-    stop = "length" if finish == "length" else None
+    stop: Literal["length"] | None = "length" if finish == "length" else None
     if calls:
-        neutral_calls = [
+        neutral_calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.neutral(provider_id, name),
                 "toolName": name,

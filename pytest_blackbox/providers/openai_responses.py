@@ -11,12 +11,15 @@ Conversation state kept by the provider (``previous_response_id``, ``conversatio
 stored prompts, background responses) is refused: the request would not carry the conversation, so a
 cassette could neither hold it nor compare it, and a replayed response id means nothing to the
 server a live fork continues on. Built-in tools are refused as server tools are for Anthropic.
+
+See docs/providers.md#openai-responses.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
+from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -42,6 +45,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 
 __all__ = [
     "NAME",
+    "ROUTE",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -52,6 +56,8 @@ __all__ = [
 ]
 
 NAME: Final = "openai_responses"
+#: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
+ROUTE: Final = r"/responses$"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.
@@ -95,11 +101,12 @@ _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could no
 # -- requests ----------------------------------------------------------------------------------
 
 
-def normalize_request(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Responses request body; refusals come before sending.
 
     ``stream`` and ``stream_options`` are not part of it, nor is ``store``: keeping a response on the
     server does not change the answer; only referring back to kept state does, and that is refused.
+    ``path`` is unused: the Responses API carries the whole request in the body.
     """
     request = require_object(body, "the request body")
     _check_request(request)
@@ -203,7 +210,7 @@ class _Transcript:
 
     def __init__(self, ids: CallIds) -> None:
         self._ids = ids
-        self._messages: list[dict[str, Any]] = []
+        self._messages: list[Message] = []
         self._text: str | None = None
         self._calls: list[dict[str, Any]] = []
         self._results: list[dict[str, Any]] | None = None
@@ -230,7 +237,7 @@ class _Transcript:
         elif kind != "reasoning":
             unsupported(f"{label(kind)} input items", _ITEMS_ADVICE, at)
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         self._close_assistant()
         return self._messages
 
@@ -284,7 +291,7 @@ class _Transcript:
         self._text, self._calls = None, []
 
 
-def _tool(raw: Any, index: int) -> dict[str, Any]:
+def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
@@ -301,7 +308,7 @@ def _tool(raw: Any, index: int) -> dict[str, Any]:
 # -- responses ---------------------------------------------------------------------------------
 
 
-def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Responses response body.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
@@ -318,7 +325,7 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
             )
         return final_answer(refusal, "refusal")
     if calls:
-        neutral_calls = [
+        neutral_calls: list[ToolCallRef] = [
             {
                 "toolCallId": ids.neutral(call_id, name),
                 "toolName": name,
@@ -330,7 +337,7 @@ def normalize_response(body: Any, ids: CallIds) -> dict[str, Any]:
     return final_answer(text, stop)
 
 
-def _status_stop(response: dict[str, Any]) -> str | None:
+def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
     status = response.get("status")
     if status in (None, "completed"):
         return None

@@ -19,12 +19,14 @@ import re
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from .canonical import js_number, pretty_json
 from .chain import validate_chain
 from .errors import (
+    BlackboxError,
     CanonicalJSONError,
     CassetteError,
     CassetteReadError,
@@ -35,7 +37,7 @@ from .errors import (
 from .model import CURRENT_TRACE_VERSION, Trace
 from .schema import validate_schema
 
-__all__ = ["dumps_trace", "load_trace", "parse_json", "parse_trace", "save_trace"]
+__all__ = ["dumps_trace", "load_trace", "parse_json", "parse_trace", "read_text", "save_trace"]
 
 #: 2**53: beyond it a double skips integers, so JavaScript would silently round them.
 _SAFE = 9007199254740992
@@ -242,27 +244,57 @@ def parse_trace(text: str, *, path: str | None = None) -> Trace:
     return cast(Trace, doc)
 
 
-def read_text(path: str) -> str:
-    """A cassette file's text; every failure a one-line ``CassetteReadError`` naming the file."""
-    shown = _where(path)
+#: How a read failure is worded, by problem: for a cassette (named as ``where`` names it), and for
+#: another input file the user gave (a transcript, a fork script, a ``--set`` file).
+_CASSETTE_PROBLEMS = {
+    "missing": "{where} does not exist",
+    "directory": "{where} is a directory, not a cassette file",
+    "denied": "{where} cannot be read: permission denied",
+    "os": "{where} cannot be read: {detail}",
+    "path": "{where} is not a valid file path",
+    "encoding": "{where} is not UTF-8 text (invalid byte at offset {detail})",
+}
+_INPUT_PROBLEMS = {
+    "missing": "cannot read the {subject} {path}: no such file",
+    "directory": "cannot read the {subject} {path}: it is a directory",
+    "denied": "cannot read the {subject} {path}: {detail}",
+    "os": "cannot read the {subject} {path}: {detail}",
+    "path": "cannot read the {subject} {path}: it is not a valid file path",
+    "encoding": "cannot read the {subject} {path}: it is not UTF-8 text",
+}
+
+
+def read_text(
+    path: str, *, subject: str | None = None, error: Callable[[str], BlackboxError] = BlackboxError
+) -> str:
+    """A user file's text; every failure one line naming the file, never a traceback.
+
+    A cassette (no ``subject``) is read byte-exact and fails as a ``CassetteReadError``. Any other
+    input (``subject="transcript"``, with the ``error`` the command raises) may start with a byte-order
+    mark, which editors on Windows add and which is dropped.
+    """
     try:
         if os.path.isdir(path):
-            raise CassetteReadError(f"{shown} is a directory, not a cassette file", path=path)
+            raise IsADirectoryError(path)
         data = Path(path).read_bytes()
+        return data.decode("utf-8" if subject is None else "utf-8-sig")
     except FileNotFoundError:
-        raise CassetteReadError(f"{shown} does not exist", path=path) from None
-    except PermissionError:
-        raise CassetteReadError(f"{shown} cannot be read: permission denied", path=path) from None
+        problem, detail = "missing", ""
+    except IsADirectoryError:
+        problem, detail = "directory", ""
+    except PermissionError as exc:
+        problem, detail = "denied", _os_reason(exc)
     except OSError as exc:
-        raise CassetteReadError(f"{shown} cannot be read: {_os_reason(exc)}", path=path) from None
-    except (ValueError, UnicodeError):  # a NUL byte or a lone surrogate: no OS can open it
-        raise CassetteReadError(f"{shown} is not a valid file path", path=path) from None
-    try:
-        return data.decode("utf-8")
+        problem, detail = "os", _os_reason(exc)
     except UnicodeDecodeError as exc:
-        raise CassetteReadError(
-            f"{shown} is not UTF-8 text (invalid byte at offset {exc.start})", path=path
-        ) from None
+        problem, detail = "encoding", str(exc.start)
+    except (ValueError, UnicodeError):  # a NUL byte or a lone surrogate: no OS can open it
+        problem, detail = "path", ""
+    if subject is None:
+        message = _CASSETTE_PROBLEMS[problem].format(where=_where(path), detail=detail)
+        raise CassetteReadError(message, path=path) from None
+    message = _INPUT_PROBLEMS[problem].format(subject=subject, path=path, detail=detail)
+    raise error(message) from None
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:

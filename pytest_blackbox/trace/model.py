@@ -51,11 +51,127 @@ class Trace(_TraceFields, total=False):
 
 
 class ToolCallRef(TypedDict):
-    """One call requested by the model: ``call-N`` id, tool name and input."""
+    """One call requested by the model: ``call-N`` id, tool name and input (the ``tool_call`` payload)."""
 
     toolCallId: str
     toolName: str
     toolInput: Any
+
+
+# -- step payloads as this package writes them ---------------------------------------------------
+# A payload read from a file is ``Any`` until checked; these are the shapes the providers, the
+# session and the builders produce, so mypy checks that they agree. Message parts stay plain dicts:
+# the providers build them field by field and the schema checks them.
+
+
+class _ToolDefinitionFields(TypedDict):
+    name: str
+    description: str
+
+
+class ToolDefinition(_ToolDefinitionFields, total=False):
+    """A tool the model may call; ``inputSchema`` only when the request gave an object."""
+
+    inputSchema: Any
+
+
+class Message(TypedDict):
+    """One neutral message: a string, or a list of ``text`` / ``tool_use`` / ``tool_result`` parts."""
+
+    role: Literal["user", "assistant"]
+    content: str | list[dict[str, Any]]
+
+
+class _ModelInputFields(TypedDict):
+    messages: list[Message]
+    tools: list[ToolDefinition]
+
+
+class ModelInput(_ModelInputFields, total=False):
+    """The ``model_input`` payload: one model request, provider-neutral."""
+
+    systemPrompt: str
+    model: str
+    params: dict[str, Any]
+
+
+#: Why a model output stopped, when it is not the ordinary end of its turn.
+Stop = Literal["length", "refusal"]
+
+
+class _FinalAnswerFields(TypedDict):
+    type: Literal["final_answer"]
+    text: str
+
+
+class FinalAnswer(_FinalAnswerFields, total=False):
+    """A ``model_output`` that ends the model's turn with text."""
+
+    stop: Stop
+
+
+class _ToolCallsFields(TypedDict):
+    type: Literal["tool_calls"]
+    calls: list[ToolCallRef]
+
+
+class ToolCallsOutput(_ToolCallsFields, total=False):
+    """A ``model_output`` requesting one or more tool calls, with the text before them if any."""
+
+    text: str
+    stop: Literal["length"]
+
+
+class SingleToolCall(TypedDict):
+    """The single-call ``model_output`` of the built-in demo loop (as the original's demo writes it)."""
+
+    type: Literal["tool_call"]
+    toolCallId: str
+    toolName: str
+    toolInput: Any
+
+
+ModelOutput = FinalAnswer | ToolCallsOutput | SingleToolCall
+
+
+class _ToolResultFields(TypedDict):
+    toolCallId: str
+    toolName: str
+
+
+class ToolResult(_ToolResultFields, total=False):
+    """The ``tool_result`` payload: the tool's ``result``, or the ``error`` it raised."""
+
+    result: Any
+    error: str
+
+
+class RunCompleted(TypedDict):
+    """The terminal ``metadata`` payload of a run that ended with a final answer."""
+
+    event: Literal["run_completed"]
+    status: Literal["success"]
+    result: str
+
+
+class _RunFailedFields(TypedDict):
+    event: Literal["run_failed"]
+    status: Literal["error"]
+    reason: str
+
+
+class RunFailed(_RunFailedFields, total=False):
+    """The terminal ``metadata`` payload of a failed run; the details depend on ``reason``."""
+
+    message: str
+    exitCode: int
+    inFlight: int
+    maxSteps: int
+    toolName: str
+    toolCallId: str
+
+
+Terminal = RunCompleted | RunFailed
 
 
 def step_id(trace_id: str, index: int) -> str:

@@ -1,7 +1,8 @@
-"""Readers for step payloads, tolerant of every shape the format allows.
+"""Readers for step payloads, tolerant of every shape the format allows, and the terminal builders.
 
-They are how every consumer (verify, diff, inspect, assert, replay) reads tool calls and outcomes,
-so the three model-output shapes are handled in one place.
+The readers are how every consumer (verify, diff, inspect, assert, replay, the session) reads tool
+calls and outcomes, so the three model-output shapes are handled in one place. The builders are the
+one place the terminal ``metadata`` payloads of the format are written (docs/cassette-format.md).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .model import ToolCallRef, Trace
+from .model import RunCompleted, RunFailed, ToolCallRef, Trace
 
 Status = Literal["success", "error", "incomplete"]
 
@@ -48,29 +49,84 @@ def model_output_text(payload: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a run ended, read from its last step only."""
+    """How a run ended, read from its terminal payload only."""
 
     status: Status
     final_answer: str | None = None
     failure_reason: str | None = None
 
+    @property
+    def label(self) -> str:
+        """``success``, ``incomplete`` or ``error/<reason>``, as one-line summaries show it."""
+        if self.status == "error":
+            return f"error/{self.failure_reason or 'unknown'}"
+        return self.status
 
-def terminal_outcome(trace: Trace) -> Outcome:
-    """``success`` / ``error`` from a terminal metadata step; anything else is ``incomplete``."""
-    steps = trace.get("steps") or []
-    if not steps:
+
+def outcome_of(terminal: Any) -> Outcome:
+    """``success`` / ``error`` from a terminal ``metadata`` payload; anything else is ``incomplete``."""
+    if not isinstance(terminal, dict):
         return Outcome("incomplete")
-    last = steps[-1]
-    payload = last.get("payload")
-    if last.get("type") != "metadata" or not isinstance(payload, dict):
-        return Outcome("incomplete")
-    if payload.get("event") == "run_completed" and payload.get("status") == "success":
-        result = payload.get("result")
+    if terminal.get("event") == "run_completed" and terminal.get("status") == "success":
+        result = terminal.get("result")
         return Outcome("success", final_answer=result if isinstance(result, str) else None)
-    if payload.get("event") == "run_failed":
-        reason = payload.get("reason")
+    if terminal.get("event") == "run_failed":
+        reason = terminal.get("reason")
         return Outcome("error", failure_reason=reason if isinstance(reason, str) else None)
     return Outcome("incomplete")
+
+
+def terminal_outcome(trace: Trace) -> Outcome:
+    """How the run ended, when its last step is a terminal ``metadata`` step; else ``incomplete``."""
+    steps = trace.get("steps") or []
+    if not steps or steps[-1].get("type") != "metadata":
+        return Outcome("incomplete")
+    return outcome_of(steps[-1].get("payload"))
+
+
+# -- terminal payloads -----------------------------------------------------------------------------
+
+
+def run_completed(result: str) -> RunCompleted:
+    """The run ended with this final answer."""
+    return {"event": "run_completed", "status": "success", "result": result}
+
+
+def agent_error(message: str) -> RunFailed:
+    """The agent passed an error to ``finish()`` (already masked: it is written as given)."""
+    return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": message}
+
+
+def process_exit(exit_code: int) -> RunFailed:
+    """The process ended with a non-zero code before ``finish()``."""
+    return {"event": "run_failed", "status": "error", "reason": "process_exit", "exitCode": exit_code}
+
+
+def calls_in_flight(exit_code: int, in_flight: int) -> RunFailed:
+    """The process ended while wrapped calls were running; their effects are not in the cassette."""
+    return {
+        "event": "run_failed",
+        "status": "error",
+        "reason": "calls_in_flight",
+        "exitCode": exit_code,
+        "inFlight": in_flight,
+    }
+
+
+def max_steps_exceeded(max_steps: int) -> RunFailed:
+    """A tool loop gave up after ``max_steps`` model calls."""
+    return {"event": "run_failed", "status": "error", "reason": "max_steps_exceeded", "maxSteps": max_steps}
+
+
+def unknown_tool(tool_name: str, tool_call_id: str) -> RunFailed:
+    """The model called a tool the agent does not have."""
+    return {
+        "event": "run_failed",
+        "status": "error",
+        "reason": "unknown_tool",
+        "toolName": tool_name,
+        "toolCallId": tool_call_id,
+    }
 
 
 def tool_call_sequence(trace: Trace) -> list[str]:

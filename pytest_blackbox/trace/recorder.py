@@ -26,6 +26,16 @@ class TraceRecorder:
         self.forked_from_step_id = forked_from_step_id
         self._steps: list[TraceStep] = []
 
+    @classmethod
+    def resuming(cls, trace: Trace) -> TraceRecorder:
+        """A recorder for the same run (id, creation time, parent link), to continue a copied prefix."""
+        return cls(
+            trace["id"],
+            trace["createdAt"],
+            parent_id=trace.get("parentId"),
+            forked_from_step_id=trace.get("forkedFromStepId"),
+        )
+
     @property
     def steps(self) -> list[TraceStep]:
         """The steps so far (a copy of the list; the steps themselves are shared)."""

@@ -27,7 +27,8 @@ import openai
 import pytest
 
 from pytest_blackbox.analysis.diff import diff_traces
-from pytest_blackbox.engine.session import INSIDE_TOOL_MESSAGE, OVERLAP_MESSAGE, Session, blackbox
+from pytest_blackbox.engine.recording import INSIDE_TOOL_MESSAGE, OVERLAP_MESSAGE
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.trace.io import load_trace

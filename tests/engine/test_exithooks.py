@@ -148,7 +148,7 @@ def test_finish_after_the_exit_write_is_refused(tmp_path: Path) -> None:
     session = Session(
         SessionOptions(mode="record", out=tmp_path / "run.json"), clock=lambda: 5, exit_net=False
     )
-    session.end_by_exit(0)
+    session._end_by_exit(0)  # what the exit hooks call at process exit
     assert load_trace(tmp_path / "run.json")["steps"] == []
     with pytest.raises(
         BlackboxUsageError, match=r"^the run already ended \(the process exit wrote the cassette\)$"

@@ -13,7 +13,7 @@ from pytest_blackbox.cli import build_parser
 from pytest_blackbox.cli import main as cli_main
 from pytest_blackbox.cli.launcher import _command as launcher_command
 from pytest_blackbox.cli.launcher import child_env, outcome_line
-from pytest_blackbox.engine.session import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.options import SessionOptions, resolve_options
-from pytest_blackbox.engine.session import OFFLINE_PLACEHOLDER_KEY, Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUsageError, CassetteError
 
 BAD_VALUES = [

@@ -13,13 +13,9 @@ import httpx2
 import openai
 import pytest
 
+from pytest_blackbox import OfflineRequestError  # user code catches it from the package itself
 from pytest_blackbox.engine.session import blackbox
-from pytest_blackbox.errors import (
-    BlackboxUnsupportedError,
-    BlackboxUsageError,
-    OfflineRequestError,
-    ReplayDivergenceError,
-)
+from pytest_blackbox.errors import BlackboxUnsupportedError, BlackboxUsageError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 

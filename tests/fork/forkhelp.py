@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.launched import LAUNCHED_VAR
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests.engine.travel_agent import Agent, ToolBox, script
 

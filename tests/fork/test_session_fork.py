@@ -22,8 +22,9 @@ import pytest
 
 from pytest_blackbox.analysis.diff import diff_traces
 from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.engine.ending import RunReport
 from pytest_blackbox.engine.fork import THINKING_MESSAGE, SessionFork, _check_fork_step
-from pytest_blackbox.engine.session import RunReport, Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ForkError, ReplayDivergenceError
 from pytest_blackbox.providers import CallIds
 from pytest_blackbox.testing.fake_provider import FakeProvider

@@ -101,6 +101,8 @@ def argv(
         ),
         (argv(fork_set="@missing.json"), "cannot read the --set file missing.json: no such file"),
         (argv(script="missing.json"), "cannot read the fork script missing.json: no such file"),
+        (argv(fork_set="@."), "cannot read the --set file .: it is a directory"),
+        (argv(script="."), "cannot read the fork script .: it is a directory"),
         (
             ["--fork-index", "2", *argv()],
             "--fork-index belongs to the demo fork (blackbox fork without a cassette); the session fork "
@@ -118,6 +120,8 @@ def argv(
         "out-is-the-script",
         "set-file-missing",
         "script-missing",
+        "set-file-is-a-directory",
+        "script-is-a-directory",
         "demo-option",
     ],
 )

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.launched import LAUNCHED_VAR
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.trace.io import load_trace
 
 ANTHROPIC_KEY = "sk-ant-api03-frameworks-test-key-0123456789abcdef"

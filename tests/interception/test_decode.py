@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from pytest_blackbox.interception import _decode_prefix, decode_body
+from pytest_blackbox.interception.decoding import decode_body, decode_prefix
 
 BODY = b'{"id":"msg_01","content":[]}'
 
@@ -80,11 +80,11 @@ def flushed(compressor: zlib._Compress, data: bytes) -> bytes:
 )
 def test_a_cut_off_compressed_stream_decodes_as_far_as_it_goes(wbits: int, encoding: str) -> None:
     start = flushed(zlib.compressobj(wbits=wbits), STREAM)
-    assert _decode_prefix(start, [("content-encoding", encoding)]) == STREAM
+    assert decode_prefix(start, [("content-encoding", encoding)]) == STREAM
     assert decode_body(start, [("content-encoding", encoding)]) == start  # a whole-body decode gives up
 
 
 def test_a_cut_off_body_in_another_encoding_is_decoded_as_a_whole_body() -> None:
-    assert _decode_prefix(b"plain", []) == b"plain"
-    assert _decode_prefix(b"\x28\xb5\x2f\xfd", [("content-encoding", "zstd")]) == b"\x28\xb5\x2f\xfd"
-    assert _decode_prefix(b"not gzip", [("content-encoding", "gzip")]) == b"not gzip"
+    assert decode_prefix(b"plain", []) == b"plain"
+    assert decode_prefix(b"\x28\xb5\x2f\xfd", [("content-encoding", "zstd")]) == b"\x28\xb5\x2f\xfd"
+    assert decode_prefix(b"not gzip", [("content-encoding", "gzip")]) == b"not gzip"

@@ -23,6 +23,7 @@ from pytest_blackbox.interception import (
     Reply,
     UpstreamResponse,
 )
+from pytest_blackbox.providers import ROUTES
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
 ANTHROPIC_BODY = {
@@ -191,7 +192,7 @@ async def test_reply_answers_every_client_without_a_socket(
         seen.append(request)
         return canned_reply(request)
 
-    with Interceptor(on_model):
+    with Interceptor(on_model, routes=ROUTES):
         text, response_id = await variant.call(fake_provider.base_url)
 
     assert (text, response_id) == ("canned answer", CANNED[variant.route]["id"])
@@ -212,7 +213,7 @@ async def test_forward_reaches_upstream_and_shows_the_decoded_answer(
     upstream: list[UpstreamResponse] = []
     script(fake_provider, variant.route, gzip=gzip)
 
-    with Interceptor(lambda request: Forward(upstream.append)):
+    with Interceptor(lambda request: Forward(upstream.append), routes=ROUTES):
         text, response_id = await variant.call(fake_provider.base_url)
 
     assert text == "from upstream"
@@ -231,7 +232,7 @@ async def test_forward_without_callback_passes_the_response_through(
 ) -> None:
     fake_provider.queue_openai_text("untouched", gzip=True)
     call = chat_async if is_async else chat_sync
-    with Interceptor(lambda request: Forward()):
+    with Interceptor(lambda request: Forward(), routes=ROUTES):
         text, _ = await call(fake_provider.base_url)
     assert text == "untouched"
     assert len(fake_provider.requests) == 1
@@ -240,7 +241,7 @@ async def test_forward_without_callback_passes_the_response_through(
 async def test_forward_of_a_stream_hands_over_the_whole_event_stream(fake_provider: FakeProvider) -> None:
     upstream: list[UpstreamResponse] = []
     fake_provider.queue_anthropic_text("Hello")
-    with Interceptor(lambda request: Forward(upstream.append)):
+    with Interceptor(lambda request: Forward(upstream.append), routes=ROUTES):
         client = anthropic.Anthropic(api_key="sk-ant-test", base_url=fake_provider.base_url, max_retries=0)
         with client.messages.stream(model="claude-test", max_tokens=16, messages=USER_MESSAGES) as stream:
             pieces = list(stream.text_stream)
@@ -273,7 +274,7 @@ def test_concurrent_forwards_each_get_their_own_answer(fake_provider: FakeProvid
             )
         return marker, completion.id
 
-    with Interceptor(on_model), ThreadPoolExecutor(max_workers=6) as pool:
+    with Interceptor(on_model, routes=ROUTES), ThreadPoolExecutor(max_workers=6) as pool:
         results = dict(pool.map(ask, [f"question {index}" for index in range(6)]))
 
     assert delivered == results
@@ -303,7 +304,7 @@ async def test_routes_match_by_path_suffix_on_any_host(
         seen.append(request)
         return canned_reply(request)
 
-    with Interceptor(on_model):
+    with Interceptor(on_model, routes=ROUTES):
         if route == "anthropic":
             with anthropic.Anthropic(
                 api_key="k", base_url=base_url.format(port=port), max_retries=0
@@ -327,7 +328,7 @@ def test_near_miss_paths_and_methods_are_not_model_calls(fake_provider: FakeProv
     def on_model(request: ModelRequest) -> Reply:
         raise AssertionError("not a model call")
 
-    with Interceptor(on_model, on_other), httpx2.Client() as client:
+    with Interceptor(on_model, on_other, routes=ROUTES), httpx2.Client() as client:
         counted = client.post(fake_provider.base_url + "/v1/messages/count_tokens", json={"model": "m"})
         listed = client.get(fake_provider.base_url + "/v1/chat/completions")
 
@@ -364,7 +365,7 @@ async def test_other_traffic_passes_through_by_default(
     client_class: Any, is_async: bool, fake_provider: FakeProvider
 ) -> None:
     fake_provider.queue(ScriptedResponse(200, {"status": "ok"}))
-    with Interceptor(canned_reply):
+    with Interceptor(canned_reply, routes=ROUTES):
         response = await get(client_class, is_async, fake_provider.base_url + "/status")
     assert (response.status_code, response.json()) == (200, {"status": "ok"})
     assert [(r.method, r.path) for r in fake_provider.requests] == [("GET", "/status")]
@@ -377,7 +378,7 @@ async def test_on_other_refusal_reaches_the_caller(
     def refuse(request: OtherRequest) -> Reply:
         raise BlackboxUsageError(f"offline replay: refused {request.method} {request.url}")
 
-    with Interceptor(canned_reply, refuse), pytest.raises(BlackboxUsageError) as refused:
+    with Interceptor(canned_reply, refuse, routes=ROUTES), pytest.raises(BlackboxUsageError) as refused:
         await get(client_class, is_async, fake_provider.base_url + "/status")
     assert str(refused.value) == f"offline replay: refused GET {fake_provider.base_url}/status"
     assert fake_provider.requests == []
@@ -391,14 +392,17 @@ async def test_httpx_errors_become_the_clients_own_exception_class(
         raise httpx.ConnectTimeout("simulated timeout")
 
     library = httpx if client_class in (httpx.Client, httpx.AsyncClient) else httpx2
-    with Interceptor(canned_reply, fail), pytest.raises(library.ConnectTimeout, match=r"^simulated timeout$"):
+    with (
+        Interceptor(canned_reply, fail, routes=ROUTES),
+        pytest.raises(library.ConnectTimeout, match=r"^simulated timeout$"),
+    ):
         await get(client_class, is_async, fake_provider.base_url + "/status")
 
 
 async def test_a_forward_to_an_other_request_reaches_upstream(fake_provider: FakeProvider) -> None:
     fake_provider.queue(ScriptedResponse(201, {"made": True}, gzip=True))
     upstream: list[UpstreamResponse] = []
-    with Interceptor(canned_reply, lambda request: Forward(upstream.append)):
+    with Interceptor(canned_reply, lambda request: Forward(upstream.append), routes=ROUTES):
         response = httpx2.post(
             fake_provider.base_url + "/things", json={}, headers={"accept-encoding": "gzip"}
         )
@@ -407,7 +411,7 @@ async def test_a_forward_to_an_other_request_reaches_upstream(fake_provider: Fak
 
 
 def test_a_handler_returning_anything_else_is_a_type_error(fake_provider: FakeProvider) -> None:
-    with Interceptor(lambda request: None), pytest.raises(TypeError) as wrong:  # type: ignore[arg-type,return-value]
+    with Interceptor(lambda request: None, routes=ROUTES), pytest.raises(TypeError) as wrong:  # type: ignore[arg-type,return-value]
         httpx2.post(fake_provider.base_url + "/v1/messages", json={})
     assert str(wrong.value) == "an interception handler must return Reply or Forward, not NoneType"
 
@@ -424,7 +428,7 @@ def test_a_base_exception_from_the_handler_surfaces_unretried(fake_provider: Fak
         raise Abort("cassette miss")
 
     client = anthropic.Anthropic(api_key="k", base_url=fake_provider.base_url)  # default max_retries=2
-    with Interceptor(on_model), pytest.raises(Abort, match=r"^cassette miss$"):
+    with Interceptor(on_model, routes=ROUTES), pytest.raises(Abort, match=r"^cassette miss$"):
         client.messages.create(model="claude-test", max_tokens=16, messages=USER_MESSAGES)
     assert len(calls) == 1
 
@@ -439,7 +443,7 @@ def test_reply_status_and_headers_reach_the_sdk(fake_provider: FakeProvider) -> 
         return reply
 
     client = anthropic.Anthropic(api_key="k", base_url=fake_provider.base_url)
-    with Interceptor(on_model), pytest.raises(anthropic.BadRequestError) as error:
+    with Interceptor(on_model, routes=ROUTES), pytest.raises(anthropic.BadRequestError) as error:
         client.messages.create(model="claude-test", max_tokens=16, messages=USER_MESSAGES)
     assert error.value.status_code == 400
     assert error.value.response.headers["x-should-retry"] == "false"
@@ -469,7 +473,7 @@ def current_transport_methods() -> dict[str, object]:
 def test_a_users_own_respx_keeps_answering(
     using: str, interceptor_first: bool, fake_provider: FakeProvider
 ) -> None:
-    interceptor = Interceptor(canned_reply)
+    interceptor = Interceptor(canned_reply, routes=ROUTES)
     user = respx.mock(using=using, assert_all_called=True)
     user.get("https://example.test/x").respond(200, json={"from": "user mock"})
     first, second = (interceptor, user) if interceptor_first else (user, interceptor)
@@ -497,7 +501,7 @@ def test_stop_unpatches_everything(fake_provider: FakeProvider) -> None:
         calls.append(request)
         return canned_reply(request)
 
-    interceptor = Interceptor(on_model)
+    interceptor = Interceptor(on_model, routes=ROUTES)
     interceptor.start()
     interceptor.start()
     assert interceptor.active
@@ -518,9 +522,9 @@ def test_nested_interceptors_innermost_answers(fake_provider: FakeProvider) -> N
         body = {**ANTHROPIC_BODY, "content": [{"type": "text", "text": text}]}
         return lambda request: Reply(200, json.dumps(body).encode())
 
-    with Interceptor(answering("outer")):
+    with Interceptor(answering("outer"), routes=ROUTES):
         assert anthropic_sync_now(fake_provider.base_url)[0] == "outer"
-        with Interceptor(answering("inner")):
+        with Interceptor(answering("inner"), routes=ROUTES):
             assert anthropic_sync_now(fake_provider.base_url)[0] == "inner"
         assert anthropic_sync_now(fake_provider.base_url)[0] == "outer"
         assert current_transport_methods() != ORIGINALS
@@ -529,7 +533,7 @@ def test_nested_interceptors_innermost_answers(fake_provider: FakeProvider) -> N
 
 
 def test_an_interceptor_can_be_restarted(fake_provider: FakeProvider) -> None:
-    interceptor = Interceptor(canned_reply)
+    interceptor = Interceptor(canned_reply, routes=ROUTES)
     for _ in range(2):
         with interceptor:
             assert anthropic_sync_now(fake_provider.base_url)[0] == "canned answer"
@@ -548,6 +552,6 @@ def test_sdks_classify_httpx_errors_as_real_failures(
     def on_model(request: ModelRequest) -> Reply:
         raise raised("simulated")
 
-    with Interceptor(on_model), pytest.raises(expected) as failure:
+    with Interceptor(on_model, routes=ROUTES), pytest.raises(expected) as failure:
         anthropic_sync_now(fake_provider.base_url)
     assert type(failure.value.__cause__) is getattr(httpx2, raised.__name__)

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, UpstreamResponse
-from pytest_blackbox.providers import CallIds, openai_chat, openai_responses
+from pytest_blackbox.providers import ROUTES, CallIds, openai_chat, openai_responses
 from pytest_blackbox.providers import anthropic as anthropic_provider
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 
@@ -72,7 +72,7 @@ def test_the_first_event_reaches_the_agent_before_the_last_is_sent(fake_provider
     serve(fake_provider, gate.chunks())
     texts: list[str] = []
     with (
-        Interceptor(seen.forward),
+        Interceptor(seen.forward, routes=ROUTES),
         claude(fake_provider).messages.stream(model="claude-test", max_tokens=16, messages=USER) as stream,
     ):
         for text in stream.text_stream:
@@ -95,7 +95,7 @@ async def test_the_first_event_reaches_an_async_agent_before_the_last_is_sent(
     gate, seen = Gate(), Seen()
     serve(fake_provider, gate.chunks())
     texts: list[str] = []
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         async with async_claude(fake_provider).messages.stream(
             model="claude-test", max_tokens=16, messages=USER
         ) as stream:
@@ -113,7 +113,7 @@ async def test_the_first_event_reaches_an_async_agent_before_the_last_is_sent(
 def test_an_agent_that_stops_reading_early_gives_an_incomplete_body(fake_provider: FakeProvider) -> None:
     gate, seen = Gate(), Seen()
     serve(fake_provider, gate.chunks())
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         with claude(fake_provider).messages.stream(
             model="claude-test", max_tokens=16, messages=USER
         ) as stream:
@@ -130,7 +130,7 @@ async def test_an_async_agent_that_stops_reading_early_gives_an_incomplete_body(
 ) -> None:
     gate, seen = Gate(), Seen()
     serve(fake_provider, gate.chunks())
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         async with async_claude(fake_provider).messages.stream(
             model="claude-test", max_tokens=16, messages=USER
         ) as stream:
@@ -144,7 +144,7 @@ async def test_an_async_agent_that_stops_reading_early_gives_an_incomplete_body(
 def test_closing_without_reading_reports_once(fake_provider: FakeProvider) -> None:
     gate, seen = Gate(), Seen()
     serve(fake_provider, gate.chunks())
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         stream = claude(fake_provider).messages.create(
             model="claude-test", max_tokens=16, messages=USER, stream=True
         )
@@ -168,7 +168,7 @@ async def test_an_upstream_that_drops_mid_stream_is_a_failure(
     seen = Seen()
     serve(fake_provider, cut_after_first_events())
     received: list[str] = []
-    with Interceptor(seen.forward), pytest.raises(httpx2.RemoteProtocolError) as failure:
+    with Interceptor(seen.forward, routes=ROUTES), pytest.raises(httpx2.RemoteProtocolError) as failure:
         if is_async:
             async with async_claude(fake_provider).messages.stream(
                 model="claude-test", max_tokens=16, messages=USER
@@ -188,7 +188,7 @@ async def test_an_upstream_that_drops_mid_stream_is_a_failure(
 def test_a_gzip_stream_closed_early_gives_the_decoded_start(fake_provider: FakeProvider) -> None:
     gate, seen = Gate(), Seen()
     fake_provider.queue(ScriptedResponse(200, headers=SSE_HEADERS, chunks=gate.chunks(), gzip=True))
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         with claude(fake_provider).messages.stream(
             model="claude-test", max_tokens=16, messages=USER
         ) as stream:
@@ -218,7 +218,7 @@ def test_a_chat_stream_closed_by_the_sdk_at_done_is_complete(
         gate.waited.append(gate.opened.wait(WAIT))
 
     serve(fake_provider, held_open())
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         client = openai.OpenAI(api_key="sk-test", base_url=fake_provider.openai_base_url, max_retries=0)
         stream = client.chat.completions.create(model="gpt-test", messages=USER, stream=True)
         finishes = []
@@ -237,7 +237,7 @@ def test_a_chat_stream_closed_by_the_sdk_at_done_is_complete(
 async def test_a_gzip_stream_is_decoded_at_the_end(is_async: bool, fake_provider: FakeProvider) -> None:
     seen = Seen()
     fake_provider.queue_anthropic_text("Zipped and streamed", gzip=True)
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         if is_async:
             async with async_claude(fake_provider).messages.stream(
                 model="claude-test", max_tokens=16, messages=USER
@@ -337,7 +337,7 @@ async def test_a_forwarded_stream_collects_to_the_neutral_turn(
 ) -> None:
     record, provider = RECORDINGS[name]
     seen = Seen()
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         await record(fake_provider, is_async)
     [upstream] = seen.responses
     assert upstream.complete is True
@@ -350,7 +350,7 @@ def test_a_forwarded_responses_json_answer_normalizes(reasoning: Any, fake_provi
     fake_provider.queue_responses_tool_calls(TOOL_CALL, text="Checking.", gzip=True)
     seen = Seen()
     extra: Any = {} if reasoning is None else {"reasoning": reasoning}
-    with Interceptor(seen.forward):
+    with Interceptor(seen.forward, routes=ROUTES):
         response = openai_client(fake_provider).responses.create(model="gpt-test", input="ping", **extra)
     [upstream] = seen.responses
     body = json.loads(upstream.body)

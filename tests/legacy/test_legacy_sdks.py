@@ -28,8 +28,9 @@ import openai
 import pytest
 
 from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.launched import LAUNCHED_VAR
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace

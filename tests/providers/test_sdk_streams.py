@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from pytest_blackbox.interception import Interceptor, ModelRequest, Reply
-from pytest_blackbox.providers import SSE_HEADERS, CallIds, anthropic, openai_chat, openai_responses
+from pytest_blackbox.providers import ROUTES, SSE_HEADERS, CallIds, anthropic, openai_chat, openai_responses
 from pytest_blackbox.providers import provider_for_path as provider_of
 
 #: Nothing listens here: a request that escaped interception fails instead of reaching anything.
@@ -65,7 +65,7 @@ def replaying(output: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
             return Reply(200, b"".join(events), list(SSE_HEADERS))
         return Reply(200, json.dumps(provider.synthesize_response(output, **where)).encode())
 
-    with Interceptor(on_model):
+    with Interceptor(on_model, routes=ROUTES):
         yield seen
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.launched import LAUNCHED_VAR
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import LAUNCHED_VAR
 
 #: The provider key every test starts with: not a secret worth planting, but one the SDKs accept.
 TEST_KEY = "security-suite-test-key"

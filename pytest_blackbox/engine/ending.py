@@ -1,0 +1,193 @@
+"""How a run ends: its terminal payload, the report ``finish()`` returns, and the checks before a
+cassette is written (it must verify and hold no known API key). See docs/engine.md#ending-a-run-finish.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analysis.verify import verify_trace
+from ..errors import BlackboxError, BlackboxUsageError, CassetteError, SecretLeakError
+from ..trace.io import save_trace
+from ..trace.model import Terminal, Trace, TraceStep
+from ..trace.payloads import (
+    agent_error,
+    calls_in_flight,
+    model_output_text,
+    outcome_of,
+    process_exit,
+    run_completed,
+)
+from ..trace.secrets import contains_secret, known_secrets
+from .options import _UNSET
+from .recording import Recording
+from .replay import ReplayCursor
+
+__all__ = [
+    "RunReport",
+    "check_finish_arguments",
+    "check_replay",
+    "exit_refusal",
+    "exit_terminal",
+    "launcher_report",
+    "terminal_payload",
+    "write_cassette",
+    "write_refusal",
+]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What ``finish()`` did: the launcher and the pytest plugin print it."""
+
+    mode: str
+    path: str | None
+    steps: int
+    status: str
+    replayed_steps: int = 0
+    finished: bool = True
+
+    @classmethod
+    def of(
+        cls, mode: str, path: object, steps: int, terminal: Terminal | None, replayed_steps: int = 0
+    ) -> RunReport:
+        """The report of a run whose cassette ended with ``terminal`` (``None``: incomplete)."""
+        return cls(mode, str(path), steps, outcome_of(terminal).status, replayed_steps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "mode": self.mode,
+            "path": self.path,
+            "steps": self.steps,
+            "status": self.status,
+            "replayedSteps": self.replayed_steps,
+            "finished": self.finished,
+        }
+
+
+def check_finish_arguments(result: Any, error: Any) -> None:
+    """``finish()`` takes a final answer (a string) or an error, not both."""
+    if result is not _UNSET and error is not _UNSET:
+        raise BlackboxUsageError("finish() takes a result or an error, not both")
+    if result is not _UNSET and not isinstance(result, str):
+        raise BlackboxUsageError(
+            f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
+            "pass json.dumps(value) to record a structured answer"
+        )
+
+
+def terminal_payload(
+    result: Any, error: Any, steps: list[TraceStep], mask: Callable[[str], str]
+) -> Terminal | None:
+    """The terminal step ``finish(result=…)`` / ``finish(error=…)`` writes (or a replay expects).
+
+    Without either, a run whose last model output is a final answer completed with that answer;
+    any other run ends without a terminal step (incomplete).
+    """
+    if error is not _UNSET and error is not None:
+        message = error if isinstance(error, str) else (str(error) or type(error).__name__)
+        return agent_error(mask(message))
+    if result is not _UNSET:
+        return run_completed(result)
+    outputs = [s for s in steps if s["type"] == "model_output"]
+    last = outputs[-1]["payload"] if outputs else None
+    text = model_output_text(last)
+    if isinstance(last, dict) and last.get("type") == "final_answer" and text is not None:
+        return run_completed(text)
+    return None
+
+
+def exit_terminal(
+    exit_code: int, in_flight: int, steps: list[TraceStep], mask: Callable[[str], str]
+) -> Terminal | None:
+    """The terminal step of a recording the process exit ends (see ``exithooks``)."""
+    if in_flight:
+        return calls_in_flight(exit_code, in_flight)
+    if exit_code != 0:
+        return process_exit(exit_code)
+    return terminal_payload(_UNSET, _UNSET, steps, mask)
+
+
+def exit_refusal(exit_code: int, in_flight: int) -> BlackboxUsageError | None:
+    """Why a replay the process exit ends cannot be checked (it failed or calls were running)."""
+    if exit_code == 0 and not in_flight:
+        return None
+    still = f" with {in_flight} wrapped call(s) still running" if in_flight else ""
+    return BlackboxUsageError(
+        f"the program exited (exit code {exit_code}) before finish(){still}; the replay could not be checked"
+    )
+
+
+def write_refusal(trace: Trace, secrets: Iterable[str], mask: Callable[[str], str]) -> BlackboxError | None:
+    """Why this cassette must not be written (it holds a known key, or fails verify), or ``None``."""
+    if _contains_secret(trace, secrets):
+        return SecretLeakError("refusing to write the cassette: it contains your API key")
+    failure = verify_trace(trace, api_keys=sorted(secrets)).first_failure
+    if failure is not None:
+        return CassetteError(
+            f"refusing to write the cassette: {failure.name} failed — {mask(failure.detail)}"
+        )
+    return None
+
+
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
+    """``contains_secret``, with a C-speed first look at the whole trace as JSON text.
+
+    A secret free of characters JSON escapes appears verbatim in the text of any string holding it,
+    so when none is in the text there is none in the trace; only a hit is confirmed by the exact walk.
+    """
+    wanted = known_secrets(secrets)
+    if not wanted:
+        return False
+    if not any(_JSON_ESCAPED.search(secret) for secret in wanted):
+        text = json.dumps(trace, ensure_ascii=False, check_circular=False)
+        if not any(secret in text for secret in wanted):
+            return False
+    return contains_secret(trace, wanted)
+
+
+def write_cassette(
+    recording: Recording,
+    out: Path,
+    terminal_of: Callable[[list[TraceStep]], Terminal | None],
+    *,
+    mode: str,
+    secrets: Iterable[str],
+    mask: Callable[[str], str],
+    keep: Callable[[BlackboxError], BlackboxError],
+) -> RunReport:
+    """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
+    trace, terminal = recording.close(terminal_of)
+    problem = write_refusal(trace, secrets, mask)
+    if problem is not None:
+        raise keep(problem)
+    save_trace(trace, out)
+    return RunReport.of(mode, out, len(trace["steps"]), terminal)
+
+
+def check_replay(
+    cursor: ReplayCursor, path: object, result: Any, error: Any, mask: Callable[[str], str]
+) -> RunReport:
+    """Check that the replay used every recorded step and ended as recorded (``ReplayDivergenceError``)."""
+    outcome = terminal_payload(result, error, cursor.steps[: cursor.pos], mask)
+    replayed = cursor.finish(outcome)
+    return RunReport.of("replay", path, len(cursor.steps), outcome, replayed)
+
+
+def launcher_report(
+    report: RunReport | None, mode: str, error: BaseException | None, mask: Callable[[str], str]
+) -> dict[str, Any]:
+    """The launcher's JSON status report: the run's report, or its error (masked)."""
+    data: dict[str, Any] = report.to_json() if report is not None else {"ok": False, "mode": mode}
+    if error is not None:
+        data.update(ok=False, error=mask(str(error)), errorType=type(error).__name__)
+    return data

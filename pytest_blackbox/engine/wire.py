@@ -1,0 +1,107 @@
+"""One intercepted model call as the engine handles it: its provider, URL path and parsed JSON body.
+
+It is the one place the engine turns wire bytes into what a provider reads, and a provider's answers
+(recorded outputs, refusals) back into wire replies. See docs/providers.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from .. import providers
+from ..errors import BlackboxUnsupportedError, OfflineRequestError
+from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
+from ..trace.model import ModelInput, TraceStep
+
+__all__ = ["WireCall", "offline_error", "parse_json_body", "refusal"]
+
+
+def parse_json_body(raw: bytes, what: str) -> Any:
+    """A request or response body as JSON; anything else cannot be recorded."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise BlackboxUnsupportedError(
+            f"{what} is not JSON; only JSON model calls and event streams can be recorded"
+        ) from None
+
+
+@dataclass(frozen=True)
+class WireCall:
+    """A model call: the provider its route names, the URL path (no query) and the request body."""
+
+    provider: providers.Provider
+    path: str
+    body: Any
+
+    @staticmethod
+    def provider_of(request: ModelRequest) -> providers.Provider:
+        """The provider whose route the interception layer matched."""
+        return providers.PROVIDERS[request.route]
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> WireCall:
+        """The call, its body parsed (a body that is not JSON is refused)."""
+        body = parse_json_body(request.body, "the request body")
+        return cls(cls.provider_of(request), urlsplit(request.url).path, body)
+
+    def normalize(self, ids: providers.CallIds) -> ModelInput:
+        """The ``model_input`` payload of this request."""
+        return self.provider.normalize_request(self.body, ids, path=self.path)
+
+    def reply(self, model_input: ModelInput, output: TraceStep) -> Reply:
+        """The answer from a recorded or scripted model output, plain or streamed as the request asks.
+
+        The model name is the one the request named, as normalized (wherever the protocol carries it).
+        """
+        where: dict[str, Any] = {
+            "output_index": output["index"],
+            "model": model_input.get("model"),
+            "timestamp": output["timestamp"],
+        }
+        if self.provider.is_stream_request(self.body, path=self.path):
+            events = self.provider.synthesize_stream(output["payload"], request_body=self.body, **where)
+            return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
+        synthesized = self.provider.synthesize_response(output["payload"], **where)
+        return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
+
+    def whole_answer(self, response: UpstreamResponse) -> Any:
+        """The response body to normalize, or ``None`` for a call that did not succeed as a whole.
+
+        Failed calls are not recorded (the agent got the provider's error): an error status, and an
+        event stream that reported an error, was cut short or was closed by the agent before its end.
+        A streamed answer is added up into the body the provider would have sent without streaming.
+        """
+        if not 200 <= response.status < 300 or not response.complete:
+            return None
+        content_type = next((value for name, value in response.headers if name == "content-type"), "")
+        if not content_type.strip().lower().startswith("text/event-stream"):
+            return parse_json_body(response.body, "the response body")
+        try:
+            return self.provider.collect_stream(response.body)
+        except BlackboxUnsupportedError:
+            return None
+
+
+def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) -> OfflineRequestError:
+    """The refusal of a request that is not a model call, in a run that must not reach the network."""
+    url = urlsplit(request.url)
+    shown = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
+    return OfflineRequestError(
+        f"{mode} mode answers only model calls (messages.create / chat.completions.create); "
+        f"a request to {request.method} {mask(shown)} would need the network"
+    )
+
+
+def refusal(provider: providers.Provider, text: str) -> Reply:
+    """A ``[blackbox]`` error in the provider's own shape, with a status the SDKs do not retry."""
+    body = provider.error_body(text)
+    return Reply(
+        status=400,
+        body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+        headers=[("content-type", "application/json"), ("x-should-retry", "false")],
+    )

@@ -1,0 +1,106 @@
+"""What passes between the interception layer and its handler: the requests it hands over, the answers
+it takes back, and what it reports of a forwarded call. See docs/engine.md#model-calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Forward",
+    "ModelHandler",
+    "ModelRequest",
+    "OtherHandler",
+    "OtherRequest",
+    "Reply",
+    "UpstreamResponse",
+    "header_list",
+]
+
+
+@dataclass(frozen=True)
+class OtherRequest:
+    """A request to anything but a model route, as the client sent it."""
+
+    method: str
+    url: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    is_async: bool
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """A model call as the SDK sent it; header names are lower-cased, the body is the raw bytes.
+
+    ``route`` is the name of the model route it matched (the caller's names, see ``Interceptor``).
+    """
+
+    route: str
+    method: str
+    url: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    is_async: bool
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A synthesized answer; the client receives exactly these bytes and headers."""
+
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=lambda: [("content-type", "application/json")])
+
+
+@dataclass(frozen=True)
+class UpstreamResponse:
+    """The real upstream answer; ``body`` is decoded by its content-encoding.
+
+    An encoding that cannot be decoded here (unknown, or ``br`` without a brotli package, or a corrupt
+    or cut-off body) leaves ``body`` as the raw bytes; the ``content-encoding`` header then says so.
+    ``complete`` is False when the client closed an event stream before it ended (other than right
+    after an OpenAI ``data: [DONE]`` terminator, where that SDK always stops reading): ``body`` then
+    holds only what had arrived, decoded as far as it goes, and may not be a whole answer.
+    """
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    complete: bool = True
+
+
+class Forward:
+    """Send the original request to the real upstream; ``on_response`` then sees the answer once.
+
+    For a JSON answer, ``on_response`` runs after the whole body has been read and before the client
+    receives it. For an event stream it runs when the stream has been read to its end, or when the
+    client closes it before that, on the thread (or task) reading the stream. It must not raise: an
+    exception would reach the SDK as a transport or stream failure, which anthropic retries.
+    """
+
+    def __init__(
+        self,
+        on_response: Callable[[UpstreamResponse], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.on_response = on_response
+        #: Called (then the error re-raised) when no complete answer arrives: a connection error, a
+        #: timeout, a body cut short. Lets the handler stop waiting for an answer that will never come.
+        self.on_failure = on_failure
+
+    def failed(self, error: BaseException) -> None:
+        """Tell the handler no complete answer will come."""
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+
+ModelHandler = Callable[[ModelRequest], "Reply | Forward"]
+OtherHandler = Callable[[OtherRequest], "Reply | Forward"]
+
+
+def header_list(headers: Any) -> list[tuple[str, str]]:
+    """httpx or httpx2 headers as handlers see them: ``(name, value)`` pairs, names lower-cased."""
+    return [(name.lower(), value) for name, value in headers.multi_items()]

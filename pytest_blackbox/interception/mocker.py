@@ -1,0 +1,71 @@
+"""The respx mocker that patches ``Client._transport_for_url`` of httpx2 and httpx, ``using="blackbox"``.
+
+anthropic >= 1 and openai >= 3 send through httpx2, which respx's own mockers never see, and the SDKs'
+aiohttp backend replaces the transport that pool-level mockers patch. Patching
+``_transport_for_url`` on the httpx2 *and* httpx client classes sees every request of every client,
+whatever its transport, base URL or proxy mounts, without touching SDK classes and without asking
+the user for an ``http_client``. See docs/engine.md#model-calls.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Awaitable, Callable
+from types import ModuleType
+from typing import Any, ClassVar
+
+import httpx
+import respx
+from respx.mocks import Mocker
+
+from .transport import InterceptTransport
+
+__all__ = ["InterceptorMocker"]
+
+
+class InterceptorMocker(Mocker):
+    """respx mocker patching ``_transport_for_url`` of the httpx2 and httpx clients.
+
+    Selected with ``using="blackbox"``. Routers are consulted newest first, so the innermost of nested
+    ``Interceptor`` s answers while it is active and the outer one takes over again once it stops.
+    """
+
+    name = "blackbox"
+    targets: ClassVar[list[str]] = [
+        *(
+            ["httpx2._client.Client", "httpx2._client.AsyncClient"]
+            if importlib.util.find_spec("httpx2") is not None
+            else []
+        ),
+        "httpx._client.Client",
+        "httpx._client.AsyncClient",
+    ]
+    target_methods: ClassVar[list[str]] = ["_transport_for_url"]
+
+    @classmethod
+    def register(cls, router: respx.Router) -> None:
+        cls.routers.insert(0, router)
+
+    @classmethod
+    def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
+        def _transport_for_url(client: Any, url: Any) -> InterceptTransport:
+            lib = httpx if isinstance(client, (httpx.Client, httpx.AsyncClient)) else _httpx2()
+            return InterceptTransport(spec(client, url), lib, _route_sync, _route_async)
+
+        return _transport_for_url
+
+
+def _httpx2() -> ModuleType:
+    return importlib.import_module("httpx2")
+
+
+def _route_sync(request: httpx.Request) -> httpx.Response | None:
+    """respx's registry leaves its handlers untyped; this states what they return."""
+    handler: Callable[[httpx.Request], httpx.Response | None] = InterceptorMocker.handler
+    return handler(request)
+
+
+async def _route_async(request: httpx.Request) -> httpx.Response | None:
+    handler: Callable[[httpx.Request], Awaitable[httpx.Response | None]] = InterceptorMocker.async_handler
+    return await handler(request)
