@@ -1,14 +1,15 @@
 """The wire protocols Blackbox can record and replay, chosen by the request's URL path.
 
 Each protocol is one module with the same functions (the ``Provider`` protocol below), so the
-session is written once against that interface and never looks at provider JSON itself.
+session is written once against that interface and never looks at provider JSON itself. Gemini,
+whose path names the model, answers with one ``GeminiCall`` per request instead of its module.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from . import anthropic, openai_chat, openai_responses
+from . import anthropic, gemini, openai_chat, openai_responses
 from .common import CallIds
 from .sse import SSE_HEADERS
 
@@ -20,7 +21,7 @@ class Provider(Protocol):
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``."""
+        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"`` or ``"gemini"``."""
         ...
 
     def normalize_request(self, body: Any, ids: CallIds) -> dict[str, Any]:
@@ -82,4 +83,4 @@ def provider_for_path(path: str) -> Provider | None:
         return openai_chat
     if route.endswith("/responses"):
         return openai_responses
-    return None
+    return gemini.call_for_path(route)
