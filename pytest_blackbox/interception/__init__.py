@@ -4,7 +4,8 @@ anthropic >= 1 and openai >= 3 send through httpx2, which respx's own mockers ne
 aiohttp backend replaces the transport that pool-level mockers patch. Patching
 ``Client._transport_for_url`` on the httpx2 *and* httpx client classes sees every request of every
 client, whatever its transport, base URL or proxy mounts, without touching SDK classes and without
-asking the user for an ``http_client``.
+asking the user for an ``http_client``. google-genai's async client can bypass httpx2 for aiohttp;
+``aiohttp_guard`` steers it back, or refuses the call.
 
 This module knows nothing about cassettes: it hands each model request to ``on_model`` and either
 answers with the handler's :class:`Reply` or forwards the original request upstream (:class:`Forward`).
@@ -39,6 +40,8 @@ import respx
 from respx.mocks import Mocker
 from respx.models import PassThrough
 
+from . import aiohttp_guard
+
 __all__ = [
     "MODEL_ROUTES",
     "Forward",
@@ -54,14 +57,16 @@ __all__ = [
     "decode_body",
 ]
 
-ModelRoute = Literal["anthropic", "openai_chat", "openai_responses"]
+ModelRoute = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
 
 MODEL_ROUTES: dict[ModelRoute, str] = {
     "anthropic": r"/v1/messages$",
     "openai_chat": r"/chat/completions$",
     "openai_responses": r"/responses$",
+    "gemini": r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$",
 }
 """Path suffixes, not hosts: base URLs, gateways, proxies and Azure endpoints all end in these paths."""
+_MODEL_PATHS = re.compile("|".join(MODEL_ROUTES.values()))
 
 _FORWARD_KEY = "pytest_blackbox.forward"
 _IS_ASYNC_KEY = "pytest_blackbox.is_async"
@@ -186,7 +191,7 @@ class _InterceptTransport:
     """
 
     def __init__(self, real: Any, lib: ModuleType) -> None:
-        self._real = real
+        self._real = aiohttp_guard.Routed(real)
         self._lib = lib
 
     def handle_request(self, request: Any) -> Any:
@@ -602,11 +607,13 @@ class Interceptor:
     def start(self) -> None:
         if not self._active:
             self._router.start()
+            aiohttp_guard.start(_MODEL_PATHS)
             self._active = True
 
     def stop(self) -> None:
         if self._active:
             self._active = False
+            aiohttp_guard.stop()
             self._router.stop(quiet=True)
 
     def __enter__(self) -> Interceptor:
