@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from .. import providers
 from ..analysis.verify import verify_trace
@@ -55,8 +55,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Set as the provider key in offline runs so SDK constructors start; nothing is sent with it.
 OFFLINE_PLACEHOLDER_KEY = "blackbox-offline-placeholder"
-PROVIDER_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-_SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
+PROVIDER_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+#: google-genai also reads GOOGLE_API_KEY (first); it gets no placeholder, as the SDK warns when both are set.
+_SECRET_KEY_VARS = (*PROVIDER_KEY_VARS, "GOOGLE_API_KEY")
+_SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 OVERLAP_MESSAGE = (
     "overlapping model calls are recorded only in record mode, not in a fork or after a replay went live "
     '(on_divergence="record"); await each call before the next in these runs'
@@ -231,7 +233,7 @@ class Session:
             self._cursor = ReplayCursor(self._fork.parent, self.options.match, self._secrets)
 
     def _collect_env_secrets(self, env: Mapping[str, str]) -> None:
-        for name in PROVIDER_KEY_VARS:
+        for name in _SECRET_KEY_VARS:
             self._add_secret(env.get(name, ""))
 
     def _add_secret(self, value: str) -> None:
@@ -243,6 +245,11 @@ class Session:
         for name, value in headers:
             if name.lower() in _SECRET_HEADERS:
                 self._add_secret(value[7:] if value.lower().startswith("bearer ") else value)
+
+    def _collect_query_secrets(self, url: str) -> None:
+        """The Gemini API also takes its key as a ``?key=`` query parameter."""
+        for value in parse_qs(urlsplit(url).query).get("key", []):
+            self._add_secret(value)
 
     def start(self) -> Session:
         """Start intercepting model calls (a no-op in ``off`` mode)."""
@@ -318,6 +325,7 @@ class Session:
         provider: providers.Provider | None = None
         with self._lock:
             self._collect_header_secrets(request.headers)
+            self._collect_query_secrets(request.url)
             try:
                 provider = providers.provider_for_path(urlsplit(request.url).path)
                 if provider is None:
