@@ -11,6 +11,9 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
@@ -26,6 +29,12 @@ def claude(fake: FakeProvider, max_retries: int = 0) -> anthropic.Anthropic:
 
 def gpt(fake: FakeProvider, max_retries: int = 0) -> openai.OpenAI:
     return openai.OpenAI(api_key="sk-test", base_url=fake.openai_base_url, max_retries=max_retries)
+
+
+def gemini(fake: FakeProvider) -> genai.Client:
+    return genai.Client(
+        api_key="AIza-test", http_options=genai_types.HttpOptions(base_url=fake.gemini_base_url)
+    )
 
 
 def test_anthropic_answers_look_like_the_real_api(fake_provider: FakeProvider) -> None:
@@ -254,6 +263,61 @@ def test_openai_streams_are_served_as_chunks(fake_provider: FakeProvider) -> Non
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
     assert chunks[-1].choices == []
     assert chunks[-1].usage is not None
+
+
+@pytest.mark.parametrize("call_ids", [False, True], ids=["gemini-2", "gemini-3"])
+def test_gemini_answers_look_like_the_real_api(fake_provider: FakeProvider, call_ids: bool) -> None:
+    calls = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+    fake_provider.queue_gemini_tool_calls(calls, text="Checking.", call_ids=call_ids, thinking=call_ids)
+    client = gemini(fake_provider)  # held: a google-genai client closes its connections when collected
+    response = client.models.generate_content(model="gemini-test", contents="weather in Paris?")
+
+    assert response.text == "Checking."
+    assert [(c.name, c.args) for c in response.function_calls or []] == [(n, a) for n, a in calls]
+    assert all((c.id is not None) is call_ids for c in response.function_calls or [])
+    candidate = (response.candidates or [])[0]
+    assert candidate.finish_reason == genai_types.FinishReason.STOP
+    assert candidate.content is not None and candidate.content.parts is not None
+    parts = candidate.content.parts
+    kinds = ["thought" if p.thought else "call" if p.function_call else "text" for p in parts]
+    assert kinds == ["thought"] * call_ids + ["text", "call", "call"]
+    assert [p.thought_signature is not None for p in parts if p.function_call] == [call_ids, False]
+    assert response.model_version == "gemini-test"
+    assert response.usage_metadata is not None and response.usage_metadata.total_token_count
+    assert fake_provider.requests[0].path == "/v1/models/gemini-test:generateContent"
+
+
+def test_gemini_streams_are_served_as_server_sent_chunks(fake_provider: FakeProvider) -> None:
+    fake_provider.queue_gemini_tool_calls([("get_weather", {"city": "Paris"})], text="Hello")
+    client = gemini(fake_provider)
+    chunks = list(client.models.generate_content_stream(model="gemini-test", contents="hi"))
+
+    assert [chunk.text for chunk in chunks] == ["He", "llo", None]
+    assert [c.name for c in chunks[-1].function_calls or []] == ["get_weather"]
+    reasons = [(chunk.candidates or [])[0].finish_reason for chunk in chunks]
+    assert reasons == [None, None, genai_types.FinishReason.STOP]
+    assert fake_provider.requests[0].path == "/v1/models/gemini-test:streamGenerateContent"
+
+
+def test_gemini_errors_use_the_gemini_error_shape(fake_provider: FakeProvider) -> None:
+    client = gemini(fake_provider)
+    fake_provider.queue_status(429)
+    with pytest.raises(genai_errors.ClientError) as limited:
+        client.models.generate_content(model="gemini-test", contents="hi")
+    fake_provider.queue_openai_text("for gpt")
+    with pytest.raises(genai_errors.ServerError) as misrouted:
+        client.models.generate_content(model="gemini-test", contents="hi")
+
+    assert (limited.value.code, limited.value.status, limited.value.message) == (
+        429,
+        "RESOURCE_EXHAUSTED",
+        "scripted error",
+    )
+    assert misrouted.value.message == (
+        "fake provider: the next scripted answer is for /chat/completions, "
+        "not /v1/models/gemini-test:generateContent"
+    )
+    assert len(fake_provider.requests) == 2
 
 
 def test_a_stopped_server_refuses_connections() -> None:

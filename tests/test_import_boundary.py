@@ -35,7 +35,10 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
     "errors": (frozenset({"trace"}), frozenset()),
     "providers": (frozenset({"providers", "trace", "errors"}), frozenset()),
-    "interception": (frozenset({"interception", "errors"}), frozenset({"respx", "httpx", "httpx2"})),
+    "interception": (
+        frozenset({"interception", "errors"}),
+        frozenset({"respx", "httpx", "httpx2", "aiohttp"}),
+    ),
     "engine": (
         frozenset({"engine", "trace", "analysis", "errors", "providers", "interception"}),
         frozenset(),

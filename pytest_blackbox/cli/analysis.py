@@ -49,7 +49,7 @@ def _add_key_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="also treat the value of this environment variable as an API key (repeatable; "
-        f"{' and '.join(KEY_VARIABLES)} are always used)",
+        f"{', '.join(KEY_VARIABLES)} are always used)",
     )
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Final
+from urllib.parse import parse_qsl, urlsplit
 
 from ..trace.secrets import MIN_SECRET_LENGTH
 
 __all__ = [
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
+    "PLACEHOLDER_VARIABLES",
     "SECRET_HEADERS",
+    "SECRET_QUERY_PARAMETERS",
     "KnownKeys",
     "environment_keys",
     "header_secrets",
@@ -23,14 +26,25 @@ __all__ = [
 ]
 
 #: The environment variables the provider SDKs read their API key from.
-KEY_VARIABLES: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+KEY_VARIABLES: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+#: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
+#: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set.
+PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
+    "ANTHROPIC_API_KEY": (),
+    "OPENAI_API_KEY": (),
+    "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+}
 
 #: Set as the provider key in offline runs so SDK constructors start; nothing is sent with it, so it
 #: is never a secret.
 OFFLINE_PLACEHOLDER_KEY: Final = "blackbox-offline-placeholder"
 
 #: Request headers (lower-case) that carry a provider key; ``authorization`` as ``Bearer <key>``.
-SECRET_HEADERS: Final = ("authorization", "x-api-key", "api-key")
+SECRET_HEADERS: Final = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+
+#: URL query parameters that carry a provider key (the Gemini API accepts ``?key=``).
+SECRET_QUERY_PARAMETERS: Final = ("key",)
 
 
 def environment_keys(env: Mapping[str, str]) -> dict[str, str]:
@@ -70,10 +84,13 @@ class KnownKeys(set[str]):
         if len(value) >= MIN_SECRET_LENGTH and value != OFFLINE_PLACEHOLDER_KEY:
             self.add(value)
 
-    def note_headers(self, headers: Iterable[tuple[str, str]]) -> None:
-        """Remember the key values a request's headers carry."""
+    def note_request(self, headers: Iterable[tuple[str, str]], url: str) -> None:
+        """Remember the key values a request carries, in its headers or its URL's query."""
         for value in header_secrets(headers):
             self.note(value)
+        for name, value in parse_qsl(urlsplit(url).query):
+            if name in SECRET_QUERY_PARAMETERS:
+                self.note(value)
 
 
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
@@ -81,7 +98,11 @@ def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
 
     The SDK constructors refuse to start without a key, and an offline run never sends one.
     """
-    missing = [name for name in KEY_VARIABLES if not env.get(name, "").strip()]
+    missing = [
+        name
+        for name, alternatives in PLACEHOLDER_VARIABLES.items()
+        if not any(env.get(variable, "").strip() for variable in (name, *alternatives))
+    ]
     for name in missing:
         env[name] = OFFLINE_PLACEHOLDER_KEY
     return missing

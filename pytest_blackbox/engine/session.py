@@ -194,7 +194,7 @@ class Session:
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
         with self._lock:
-            self._secrets.note_headers(request.headers)
+            self._secrets.note_request(request.headers, request.url)
             try:
                 self._refuse_if_ended("this request was not sent")
                 if self._recording is not None and self._recording.running:

@@ -40,8 +40,8 @@ class WireCall:
 
     @staticmethod
     def provider_of(request: ModelRequest) -> providers.Provider:
-        """The provider whose route the interception layer matched."""
-        return providers.PROVIDERS[request.route]
+        """The provider answering this call, on the route the interception layer matched."""
+        return providers.provider_for_call(request.route, urlsplit(request.url).path)
 
     @classmethod
     def of(cls, request: ModelRequest) -> WireCall:

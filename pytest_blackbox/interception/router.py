@@ -5,12 +5,14 @@ about providers or cassettes. See docs/engine.md#model-calls.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
 import httpx
 import respx
 
+from . import aiohttp_guard
 from .handler import Forward, ModelHandler, ModelRequest, OtherHandler, OtherRequest, Reply, header_list
 from .mocker import InterceptorMocker
 from .transport import is_async, mark_forward
@@ -82,6 +84,7 @@ class Interceptor:
         self._on_model = on_model
         self._on_other = on_other
         self._active = False
+        self._model_paths = re.compile("|".join(f"(?:{path_regex})" for path_regex in routes.values()))
         self._router = _Router(using=InterceptorMocker.name, assert_all_called=False, assert_all_mocked=True)
         for route_name, path_regex in routes.items():
             self._router.route(method="POST", path__regex=path_regex, name=route_name).mock(
@@ -100,11 +103,13 @@ class Interceptor:
     def start(self) -> None:
         if not self._active:
             self._router.start()
+            aiohttp_guard.start(self._model_paths)
             self._active = True
 
     def stop(self) -> None:
         if self._active:
             self._active = False
+            aiohttp_guard.stop()
             self._router.stop(quiet=True)
 
     def __enter__(self) -> Interceptor:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 from respx.models import PassThrough
 
+from . import aiohttp_guard
 from .decoding import decode_body
 from .handler import Forward, UpstreamResponse, header_list
 from .tee import tap, tee_types
@@ -39,7 +40,7 @@ class InterceptTransport:
     """
 
     def __init__(self, real: Any, lib: ModuleType, route: SyncRoute, aroute: AsyncRoute) -> None:
-        self._real = real
+        self._real = aiohttp_guard.Routed(real)
         self._lib = lib
         self._route = route
         self._aroute = aroute

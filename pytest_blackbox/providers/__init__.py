@@ -3,7 +3,9 @@
 Each protocol is one module with the same names (the ``Provider`` protocol below), so the session is
 written once against that interface and never looks at provider JSON itself. Each module declares its
 own ``ROUTE``; the interception routes (:data:`ROUTES`) and :func:`provider_for_path` derive from
-them. See docs/providers.md.
+them. A protocol whose calls carry state of their own (Gemini: the model in the path, the
+conversation its answer's calls are bound to) also offers ``for_path(path)``, the object answering
+that one call (:func:`provider_for_call`). See docs/providers.md.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ import re
 from typing import Any, Final, Protocol
 
 from ..trace.model import ModelInput, ModelOutput
-from . import anthropic, openai_chat, openai_responses
+from . import anthropic, gemini, openai_chat, openai_responses
 from .common import CallIds
 from .sse import SSE_HEADERS
 
-__all__ = ["PROVIDERS", "ROUTES", "SSE_HEADERS", "CallIds", "Provider", "provider_for_path"]
+__all__ = [
+    "PROVIDERS",
+    "ROUTES",
+    "SSE_HEADERS",
+    "CallIds",
+    "Provider",
+    "provider_for_call",
+    "provider_for_path",
+]
 
 
 class Provider(Protocol):
@@ -28,7 +38,7 @@ class Provider(Protocol):
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"``, ``"openai_chat"`` or ``"openai_responses"``: also its route's name."""
+        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"`` or ``"gemini"``: its route's name."""
         ...
 
     @property
@@ -85,7 +95,7 @@ class Provider(Protocol):
         ...
 
 
-_MODULES: Final[tuple[Provider, ...]] = (anthropic, openai_chat, openai_responses)
+_MODULES: Final[tuple[Provider, ...]] = (anthropic, openai_chat, openai_responses, gemini)
 
 #: Every provider by its name, which is also the name of its interception route.
 PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in _MODULES}
@@ -100,4 +110,13 @@ def provider_for_path(path: str) -> Provider | None:
     A query string is ignored, so Azure-style ``?api-version=…`` deployments are recognised too.
     """
     route = path.split("?", 1)[0]
-    return next((provider for provider in _MODULES if re.search(provider.ROUTE, route)), None)
+    found = next((provider for provider in _MODULES if re.search(provider.ROUTE, route)), None)
+    return None if found is None else provider_for_call(found.NAME, route)
+
+
+def provider_for_call(route: str, path: str) -> Provider:
+    """The provider answering one call on ``route``: the module, or the call object it binds to ``path``."""
+    provider = PROVIDERS[route]
+    bind = getattr(provider, "for_path", None)
+    bound: Provider | None = bind(path) if bind is not None else provider
+    return provider if bound is None else bound

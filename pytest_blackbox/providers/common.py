@@ -91,6 +91,16 @@ class CallIds:
         """``(call-N, tool name)`` for an id a tool result refers to; ``"unknown"`` if no call named it."""
         return self.neutral(provider_id), self._names.get(provider_id, "unknown")
 
+    def bind(self, provider_id: str, call_id: str, name: str | None = None) -> None:
+        """Map a provider id to a ``call-N`` given out already, replacing what it mapped to (if anything).
+
+        For keys that are not unique by nature: a Gemini call without an id is known by its place in
+        the conversation, and a conversation that is run again answers at that place with new calls.
+        """
+        self._by_provider[provider_id] = call_id
+        if name is not None:
+            self._names[provider_id] = name
+
     def get(self, provider_id: str) -> str | None:
         """The ``call-N`` already assigned to a provider id, without assigning one."""
         return self._by_provider.get(provider_id)

@@ -1,11 +1,12 @@
-"""A scripted fake Anthropic/OpenAI HTTP server on 127.0.0.1, for recording without a real provider.
+"""A scripted fake Anthropic/OpenAI/Gemini HTTP server on 127.0.0.1, for recording without a real provider.
 
 It is a real socket server, so recording through it exercises the whole path (SDK, httpx2, interception,
 pass-through, content decoding, normalization) exactly as against the real API. Its answers look like
-the providers' own (Messages, Chat Completions and Responses, as JSON or as event streams when the
-request asks for one): provider-style ids (``msg_01…``, ``toolu_01…``, ``chatcmpl-…``, ``resp_…``,
-``fc_…``, ``call_…``), usage blocks, stop and finish reasons, request-id headers. Everything is
-deterministic: ids and timestamps come from a per-server counter, token counts from body lengths.
+the providers' own (Messages, Chat Completions, Responses and Gemini generateContent, as JSON or as
+event streams when the request asks for one): provider-style ids (``msg_01…``, ``toolu_01…``,
+``chatcmpl-…``, ``resp_…``, ``fc_…``, ``call_…``), usage blocks, stop and finish reasons, request-id
+headers. Everything is deterministic: ids and timestamps come from a per-server counter, token counts
+from body lengths.
 
 Scripted answers are served first in, first out; when none is queued, the ``respond`` function (if any)
 decides; otherwise the server answers 500 with ``x-should-retry: false`` naming the request, so an
@@ -14,9 +15,11 @@ unscripted call fails at once instead of being retried.
 
 from __future__ import annotations
 
+import base64
 import gzip as gzip_module
 import hashlib
 import json
+import re
 import threading
 import zlib
 from collections import deque
@@ -47,6 +50,16 @@ _ANTHROPIC_ERROR_TYPES = {
     529: "overloaded_error",
 }
 _OPENAI_ERROR_TYPES = {429: "requests", 401: "invalid_request_error", 400: "invalid_request_error"}
+_GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+#: ``…/models/{model}:generateContent`` and ``:streamGenerateContent`` (the query string is not part of it).
+_GEMINI_PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
 @dataclass(frozen=True)
@@ -126,6 +139,9 @@ def _model_of(request: ReceivedRequest, default: str) -> str:
 
 
 def _wants_stream(request: ReceivedRequest) -> bool:
+    gemini = _GEMINI_PATH.search(request.path)
+    if gemini is not None:
+        return gemini.group(2) == "streamGenerateContent"
     body = request.json
     return isinstance(body, dict) and body.get("stream") is True
 
@@ -358,7 +374,76 @@ def _responses_events(response: dict[str, Any]) -> Iterator[bytes]:
     yield event("response.completed", response=response)
 
 
+def _gemini_response(
+    request: ReceivedRequest,
+    ids: _Ids,
+    text: str | None,
+    calls: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    call_ids: bool,
+    thinking: bool,
+) -> dict[str, Any]:
+    """A generateContent response. ``call_ids`` gives each function call an ``id`` (Gemini 3 does;
+    2.x sends none); ``thinking`` adds a thought summary part and a thought signature, as a thinking
+    model sends them."""
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": "**Planning** I should look this up.", "thought": True})
+    if text is not None:
+        parts.append({"text": text})
+    for index, (name, args) in enumerate(calls):
+        function_call: dict[str, Any] = {"name": name, "args": dict(args)}
+        if call_ids:
+            function_call = {"id": ids.make("", 8).lower(), **function_call}
+        part: dict[str, Any] = {"functionCall": function_call}
+        if thinking and index == 0:
+            part["thoughtSignature"] = base64.b64encode(ids.make("sig", 24).encode()).decode()
+        parts.append(part)
+    prompt, output = _tokens(request.body), _tokens(json.dumps(parts))
+    match = _GEMINI_PATH.search(request.path)
+    return {
+        "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": output,
+            "totalTokenCount": prompt + output,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+        },
+        "modelVersion": match.group(1) if match is not None else "gemini-2.5-flash",
+        "responseId": ids.make("", 22),
+    }
+
+
+def _gemini_chunks(response: dict[str, Any]) -> Iterator[bytes]:
+    """The ``alt=sse`` chunks of a streamed response: text in two pieces, then the calls together;
+    the last chunk carries the finish reason and usage (every chunk has the running usage)."""
+    candidate = response["candidates"][0]
+    head = {"usageMetadata": response["usageMetadata"]}
+    tail = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
+    groups: list[list[dict[str, Any]]] = []
+    calls: list[dict[str, Any]] = []
+    for part in candidate["content"]["parts"]:
+        if "functionCall" in part:
+            calls.append(part)
+        elif part.get("thought"):
+            groups.append([part])
+        else:
+            half = len(part["text"]) // 2
+            groups += [[{"text": part["text"][:half]}], [{"text": part["text"][half:]}]]
+    groups += [calls] if calls else []
+    for index, parts in enumerate(groups or [[]]):
+        last = index == max(len(groups), 1) - 1
+        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if last:
+            piece["finishReason"] = candidate["finishReason"]
+        chunk = {"candidates": [piece], **head, **tail}
+        yield f"data: {_compact(chunk)}\r\n\r\n".encode()
+
+
 def _error_body(path: str, status: int, message: str) -> dict[str, Any]:
+    if _GEMINI_PATH.search(path):
+        state = _GEMINI_STATUSES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        return {"error": {"code": status, "message": message, "status": state}}
     if path.endswith("/v1/messages"):
         error_type = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": error_type, "message": message}}
@@ -433,6 +518,11 @@ class FakeProvider:
     def openai_base_url(self) -> str:
         return self.base_url + "/v1"
 
+    @property
+    def gemini_base_url(self) -> str:
+        """google-genai appends ``/{api version}/models/{model}:generateContent`` itself."""
+        return self.base_url
+
     # --- script ----------------------------------------------------------------------------------
 
     def respond_with(self, respond: Responder | None) -> None:
@@ -503,6 +593,33 @@ class FakeProvider:
 
         self._push(script, "/responses")
 
+    def queue_gemini_text(self, text: str, *, thinking: bool = False, gzip: bool = False) -> None:
+        self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip)
+
+    def queue_gemini_tool_calls(
+        self,
+        calls: Sequence[tuple[str, Mapping[str, Any]]],
+        text: str | None = None,
+        *,
+        call_ids: bool = False,
+        thinking: bool = False,
+        gzip: bool = False,
+    ) -> None:
+        """A Gemini answer (``…:generateContent``), streamed for ``:streamGenerateContent``.
+
+        Function calls have no ``id`` unless ``call_ids`` (Gemini 2.x sends none, Gemini 3 does).
+        """
+
+        def script(request: ReceivedRequest) -> ScriptedResponse:
+            response = _gemini_response(request, self._ids, text, calls, call_ids=call_ids, thinking=thinking)
+            headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
+            if _wants_stream(request):
+                chunks = tuple(_gemini_chunks(response))
+                return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
+            return ScriptedResponse(200, response, headers, gzip=gzip)
+
+        self._push(script, ":generateContent", _is_gemini_path)
+
     # --- observations ----------------------------------------------------------------------------
 
     @property
@@ -518,9 +635,11 @@ class FakeProvider:
 
     # --- serving ---------------------------------------------------------------------------------
 
-    def _push(self, script: _Script, path_suffix: str | None = None) -> None:
+    def _push(
+        self, script: _Script, path_suffix: str | None = None, matches: Callable[[str], bool] | None = None
+    ) -> None:
         if path_suffix is not None:
-            script = _for_path(script, path_suffix)
+            script = _for_path(script, path_suffix, matches)
         with self._lock:
             self._script.append(script)
 
@@ -548,11 +667,18 @@ def _unretryable(path: str, message: str) -> ScriptedResponse:
     return ScriptedResponse(500, _error_body(path, 500, message), (("x-should-retry", "false"),))
 
 
-def _for_path(script: _Script, path_suffix: str) -> _Script:
-    """A provider-specific answer sent to the other provider's path is a test bug: say so, un-retried."""
+def _is_gemini_path(path: str) -> bool:
+    return _GEMINI_PATH.search(path) is not None
+
+
+def _for_path(script: _Script, path_suffix: str, matches: Callable[[str], bool] | None = None) -> _Script:
+    """A provider-specific answer sent to another provider's path is a test bug: say so, un-retried.
+
+    ``matches`` decides when the suffix alone does not (Gemini's path names the model before it).
+    """
 
     def guarded(request: ReceivedRequest) -> ScriptedResponse:
-        if request.path.endswith(path_suffix):
+        if (matches or (lambda path: path.endswith(path_suffix)))(request.path):
             return script(request)
         message = f"fake provider: the next scripted answer is for {path_suffix}, not {request.path}"
         return _unretryable(request.path, message)

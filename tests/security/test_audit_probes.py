@@ -190,6 +190,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "BLACKBOX_LAUNCHED": "1",
         "ANTHROPIC_API_KEY": "blackbox-offline-placeholder",
         "OPENAI_API_KEY": "blackbox-offline-placeholder",
+        "GEMINI_API_KEY": "blackbox-offline-placeholder",
     }
 
 
