@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from ..trace.canonical import js_stringify
 from .common import (
     CallIds,
     final_answer,
     is_stream_request,
     join_text_blocks,
-    js_stringify,
     json_copy,
     label,
     list_field,
