@@ -13,7 +13,7 @@ from .errors import CanonicalJSONError, HashChainError
 from .errors import where as shown_where
 from .model import STEP_TYPES
 
-__all__ = ["validate_chain"]
+__all__ = ["chain_error", "step_problem", "validate_chain"]
 
 _REORDERED = "(a step was removed, reordered or edited)"
 _FIELDS = ("index", "type", "timestamp", "payload", "prevHash", "hash")
@@ -26,13 +26,19 @@ def validate_chain(trace: Any, *, path: str | None = None) -> None:
         raise _error(path, None, "the trace has no list of steps")
     previous: str | None = None
     for position, step in enumerate(steps):
-        problem = _step_problem(step, position, previous)
+        problem = step_problem(step, position, previous)
         if problem is not None:
-            raise _error(path, position, f"step {position}: {problem}")
+            raise chain_error(path, position, problem)
         previous = step["hash"]
 
 
-def _step_problem(step: Any, position: int, previous: str | None) -> str | None:
+def step_problem(
+    step: Any, position: int, previous: str | None, *, exact_numbers: bool = False
+) -> str | None:
+    """What breaks the chain at ``step``, the step at ``position`` after a step hashed ``previous``.
+
+    ``exact_numbers`` is passed on to :func:`~pytest_blackbox.trace.canonical.canonical_json`.
+    """
     if not isinstance(step, dict):
         return "is not a step object"
     for field in _FIELDS:
@@ -48,7 +54,14 @@ def _step_problem(step: Any, position: int, previous: str | None) -> str | None:
     if position > 0 and step["prevHash"] != previous:
         return f"prevHash does not match the hash of step {position - 1} " + _REORDERED
     try:
-        expected = step_hash(position, step["type"], step["timestamp"], step["payload"], step["prevHash"])
+        expected = step_hash(
+            position,
+            step["type"],
+            step["timestamp"],
+            step["payload"],
+            step["prevHash"],
+            exact_numbers=exact_numbers,
+        )
     except CanonicalJSONError as exc:
         return f"its contents cannot be hashed: {exc}"
     if step["hash"] != expected:
@@ -56,6 +69,11 @@ def _step_problem(step: Any, position: int, previous: str | None) -> str | None:
             "stored hash does not match its contents (the cassette was edited or corrupted after recording)"
         )
     return None
+
+
+def chain_error(path: str | None, position: int, problem: str) -> HashChainError:
+    """The error for ``problem`` (from :func:`step_problem`) at the step at ``position``."""
+    return _error(path, position, f"step {position}: {problem}")
 
 
 def _error(path: str | None, position: int | None, detail: str) -> HashChainError:
