@@ -190,10 +190,10 @@ def run_diff(args: argparse.Namespace) -> int:
     keys = api_keys()
     parent, child = load_trace(args.parent), load_trace(args.child)
     diff = diff_traces(parent, child, semantic=args.semantic)
-    outcome = diff_outcome(parent, child) if diff.has_divergence else None
+    outcome = diff_outcome(parent, child)
     if args.json:
         data = diff.to_json()
-        data["outcome"] = outcome.to_json() if outcome is not None else None
+        data["outcome"] = outcome.to_json()
         _print_json(data)
     else:
         print(render_diff(diff, outcome, keys))

@@ -135,7 +135,11 @@ def test_diff_command(capsys: pytest.CaptureFixture[str]) -> None:
     semantic = json.loads(capsys.readouterr().out)
     assert (semantic["comparison"], semantic["firstDivergenceIndex"]) == ("semantic", 5)
     assert main(["diff", str(parent), str(parent), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["outcome"] is None
+    same = json.loads(capsys.readouterr().out)
+    assert (same["hasDivergence"], same["summary"]) == (False, "no divergence")
+    assert same["outcome"]["verdict"] == "no behavioral change: the divergence did not alter the run outcome"
+    assert main(["diff", str(parent), str(parent)]) == 0
+    assert "Traces are identical (no divergence)" in capsys.readouterr().out.splitlines()
 
 
 def test_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
