@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 from ..trace.canonical import js_number
-from ..trace.chain import chain_error, step_problem
+from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import parse_json, read_text
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
@@ -159,9 +159,9 @@ class _Checks:
         self.is_object = True
         self.steps: list[Any] | None = [] if keep else None
         self.count = 0
-        self.schema: InvariantResult | None = None
-        self.chain: InvariantResult | None = None
-        self.previous: str | None = None
+        self.schema_failure: InvariantResult | None = None
+        self.chain_failure: InvariantResult | None = None
+        self.chain = ChainCheck(path)
         self.neutrality = NeutralityScanner(keys, text=text)
         self.early_success: int | None = None
         self.last: Any = None
@@ -174,16 +174,17 @@ class _Checks:
         self.top[key] = value
         self.neutrality.member(key, value)
 
-    def step(self, position: int, step: Any, text: str | None = None, exact_numbers: bool = False) -> None:
+    def step(self, position: int, step: Any, exact_numbers: bool = False) -> None:
+        """The step at ``position``; ``exact_numbers`` as the streaming reader reports it."""
         if self.steps is not None:
             self.steps.append(step)
         self.count = position + 1
-        if self.schema is None:
-            self.schema = self._step_schema(position, step)
-        if self.schema is not None or self.chain is not None:
+        if self.schema_failure is None:
+            self.schema_failure = self._step_schema(position, step)
+        if self.schema_failure is not None or self.chain_failure is not None:
             return  # that failure is the report: the later invariants are not looked at
-        self.chain = self._step_chain(position, step, exact_numbers)
-        self.neutrality.step(position, step, text)
+        self.chain_failure = self._step_chain(position, step, exact_numbers)
+        self.neutrality.step(position, step, self.chain.hashed)
         if self.early_success is None and self.last is not None and _is_success_marker(self.last):
             self.early_success = position - 1
         self.last = step
@@ -201,13 +202,10 @@ class _Checks:
 
     def _step_chain(self, position: int, step: Any, exact_numbers: bool) -> InvariantResult | None:
         try:
-            problem = step_problem(step, position, self.previous, exact_numbers=exact_numbers)
+            error = self.chain.check(step, position, exact_numbers=exact_numbers)
         except RecursionError:
             return InvariantResult("hash_chain", "fail", "a step is nested too deeply to hash")
-        if problem is not None:
-            return self._fail("hash_chain", chain_error(self.path, position, problem))
-        self.previous = step["hash"]
-        return None
+        return None if error is None else self._fail("hash_chain", error)
 
     def trace(self) -> Trace:
         """The checked trace, as read (only when asked to keep the steps)."""
@@ -221,8 +219,8 @@ class _Checks:
         results = [self._schema_result()]
         if results[-1].status == "fail":
             return results
-        if self.chain is not None:
-            return [*results, self.chain]
+        if self.chain_failure is not None:
+            return [*results, self.chain_failure]
         results.append(InvariantResult("hash_chain", "pass", f"{self.count} step(s), chain intact"))
         scan = self.neutrality.result()
         if scan.markers:
@@ -246,8 +244,8 @@ class _Checks:
                 return self._fail("schema_version", exc)
         except RecursionError:
             return InvariantResult("schema_version", "fail", _TOO_DEEP_TO_READ)
-        if self.schema is not None:
-            return self.schema
+        if self.schema_failure is not None:
+            return self.schema_failure
         return InvariantResult("schema_version", "pass", f"version {CURRENT_TRACE_VERSION}")
 
 
@@ -290,7 +288,7 @@ def _check_file(path: str, keys: Sequence[str], keep: bool) -> tuple[_Checks, An
     try:
         for item in stream_cassette(path):
             if isinstance(item, Step):
-                checks.step(item.position, item.value, item.text, item.exact_numbers)
+                checks.step(item.position, item.value, item.exact_numbers)
             else:
                 checks.member(item.key, item.value)
     except NotStreamable:

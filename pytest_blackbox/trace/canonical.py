@@ -29,6 +29,7 @@ from .errors import CanonicalJSONError
 
 __all__ = [
     "canonical_json",
+    "hashed_text",
     "is_array_index",
     "js_keys",
     "js_number",
@@ -331,7 +332,7 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def step_hash(
+def hashed_text(
     index: int,
     type_: str,
     timestamp: int | float,
@@ -340,7 +341,7 @@ def step_hash(
     *,
     exact_numbers: bool = False,
 ) -> str:
-    """The v2 step hash: SHA-256 of canonical ``{index,type,timestamp,payload,prevHash}``."""
+    """What the v2 step hash is computed over: canonical ``{index,type,timestamp,payload,prevHash}``."""
     fields = {
         "index": index,
         "type": type_,
@@ -348,4 +349,9 @@ def step_hash(
         "payload": payload,
         "prevHash": prev_hash,
     }
-    return sha256_hex(canonical_json(fields, exact_numbers=exact_numbers))
+    return canonical_json(fields, exact_numbers=exact_numbers)
+
+
+def step_hash(index: int, type_: str, timestamp: int | float, payload: Any, prev_hash: str | None) -> str:
+    """The v2 step hash: SHA-256 of :func:`hashed_text`."""
+    return sha256_hex(hashed_text(index, type_, timestamp, payload, prev_hash))

@@ -3,7 +3,7 @@
 ``verify`` of a long agent run (100,000 steps, hundreds of megabytes) would otherwise hold the text,
 the whole parsed document and its hashes at once. This reader decodes the top-level object member
 by member and the ``steps`` array step by step with the same strict rules as
-:func:`~pytest_blackbox.trace.io.parse_json`, handing each step over with its text and dropping it.
+:func:`~pytest_blackbox.trace.io.parse_json`, handing each step over and dropping it.
 
 It only takes the common shape: a top-level object whose members are each complete JSON values.
 Anything else (a parse error, a refused token, a duplicate member, bytes that are not UTF-8, a file
@@ -17,8 +17,7 @@ import codecs
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from .io import _number_float, _number_int, _refuse_constant, _Refused, _unique_object
 
@@ -28,6 +27,7 @@ __all__ = ["Member", "NotStreamable", "Step", "stream_cassette"]
 CHUNK = 1 << 20
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+_SPACES = " \t\n\r"
 _SAFE = 9007199254740992
 
 
@@ -40,17 +40,15 @@ class NotStreamable(Exception):
     """The file is not in the shape this reader takes; read it whole instead."""
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(NamedTuple):
     """A top-level member; when ``steps`` is an array, ``value`` is ``[]`` and its elements follow."""
 
     key: str
     value: Any
 
 
-@dataclass(frozen=True)
-class Step:
-    """One element of ``steps``: its position, parsed value and JSON text as in the file.
+class Step(NamedTuple):
+    """One element of ``steps``: its position and parsed value.
 
     ``exact_numbers`` says every number in it is one the C encoder writes as JavaScript does (see
     :func:`~pytest_blackbox.trace.canonical.canonical_json`).
@@ -58,7 +56,6 @@ class Step:
 
     position: int
     value: Any
-    text: str
     exact_numbers: bool
 
 
@@ -114,6 +111,8 @@ class _Reader:
 
     def peek(self) -> str:
         """The next character after whitespace, without consuming it; ``""`` at the end of the file."""
+        if self.pos < len(self.text) and self.text[self.pos] not in _SPACES:
+            return self.text[self.pos]
         while True:
             self.pos = _after_space(self.text, self.pos)
             if self.pos < len(self.text):
@@ -134,8 +133,8 @@ class _Reader:
             raise NotStreamable("member name expected")
         return str(self.value(":")[0])
 
-    def value(self, followers: str = ",]}") -> tuple[Any, str, bool]:
-        """The next JSON value, its text, and whether all its numbers are exact (see :class:`Step`).
+    def value(self, followers: str = ",]}") -> tuple[Any, bool]:
+        """The next JSON value, and whether all its numbers are exact (see :class:`Step`).
 
         A value counts as read only once one of ``followers`` is seen after it: the end of the
         window may cut a token anywhere, and ``0`` of ``0.25`` or ``1`` of ``1e5`` parse fine alone.
@@ -151,8 +150,8 @@ class _Reader:
             if end >= 0:
                 after = _after_space(self.text, end)
                 if self.eof or (after < len(self.text) and self.text[after] in followers):
-                    self.pos = end
-                    return value, self.text[start:end], not self.numbers.inexact
+                    self.pos = after
+                    return value, not self.numbers.inexact
             if self.eof:
                 raise NotStreamable("bad value")
             self.fill()
@@ -186,8 +185,8 @@ def _steps(reader: _Reader) -> Iterator[Step]:
         return
     position = 0
     while True:
-        value, text, exact = reader.value()
-        yield Step(position, value, text, exact)
+        value, exact = reader.value()
+        yield Step(position, value, exact)
         position += 1
         if reader.expect(",]") == "]":
             return

@@ -198,3 +198,20 @@ def test_escaped_slash_cannot_hide_a_known_key(write_trace: Callable[[Trace, str
     report = verify_trace(path, api_keys=[key])
     assert report.first_failure is not None
     assert report.first_failure.detail == "markers: <api-key-value>"
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["trace", "file"])
+def test_members_outside_the_hash_are_checked_too(
+    as_file: bool, write_trace: Callable[[Trace, str], Path]
+) -> None:
+    """A step's id and hash are not hashed, so the hashed text alone cannot clear them."""
+    key = "plain-key-value-123"
+    trace = rechain(_error_trace())
+    trace["steps"][1]["id"] = "run:" + TOOLU_ID
+    trace["steps"][3]["id"] = f"run:{key}"
+    report = verify_trace(write_trace(trace, "ids.json") if as_file else trace, api_keys=[key])
+    assert report.first_failure is not None
+    assert (report.first_failure.detail, report.first_failure.step_index) == (
+        "markers: toolu_, <api-key-value>",
+        1,
+    )
