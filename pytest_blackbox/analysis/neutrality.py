@@ -290,7 +290,7 @@ class NeutralityScanner:
             return
         self._collector.key(key, False)
         if key != "steps":
-            self._check(value, key in USER_DATA_KEYS, None)
+            self._check(value, key in USER_DATA_KEYS)
 
     def step(self, position: int, step: Any, hashed: str | None = None) -> None:
         """The step at ``position``; ``hashed`` is the text its hash was computed over, if known.
@@ -301,7 +301,7 @@ class NeutralityScanner:
         if self._clean or (hashed is not None and self._hashed_step_clean(step, hashed)):
             return
         before = self._collector.hits
-        self._check(step, False, None)
+        self._check(step, False)
         if self._first_step is None and self._collector.hits > before:
             self._first_step = position
 
@@ -319,11 +319,10 @@ class NeutralityScanner:
                 return False
         return True
 
-    def _check(self, value: Any, in_data: bool, text: str | None) -> None:
+    def _check(self, value: Any, in_data: bool) -> None:
         if type(value) in _SCALARS:
             return
-        if text is None:
-            text = _json_text(value)
+        text = _json_text(value)
         if self._no_credentials or _free_of_credentials(text, self._hints):
             if _free_of_structural_markers(text):  # credentials, and so \\u escapes, ruled out above
                 return

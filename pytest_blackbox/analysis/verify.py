@@ -133,8 +133,8 @@ def _path_of(source: Any) -> str | None:
 def _is_success_marker(step: Any) -> bool:
     payload = step.get("payload") if isinstance(step, dict) else None
     return (
-        step.get("type") == "metadata"
-        and isinstance(payload, dict)
+        isinstance(payload, dict)
+        and step.get("type") == "metadata"
         and payload.get("event") == "run_completed"
         and payload.get("status") == "success"
     )
@@ -146,10 +146,10 @@ _TOO_DEEP_TO_READ = "the cassette is nested too deeply to read"
 class _Checks:
     """Every invariant over one trace, fed in document order: top-level members, then each step.
 
-    A whole document and a file read one step at a time go through the same checks. Every step is
-    looked at even after a failure, because a failure reported earlier in the order (the schema
-    of a later step before a broken link of an earlier one) must win, as it does when the whole
-    document is checked invariant by invariant.
+    A whole document and a file read one step at a time go through the same checks, and report
+    what checking the whole document invariant by invariant would: the schema of every step is
+    checked even after a broken link, since a schema failure anywhere comes first, and a file is
+    read to its end even after a failure, since not being JSON comes before anything.
     """
 
     def __init__(self, path: str | None, keys: Sequence[str], *, text: str | None, keep: bool) -> None:
@@ -271,7 +271,7 @@ def _check_document(doc: Any, path: str | None, keys: Sequence[str], text: str |
         checks.is_object = False
         return checks
     for key, value in doc.items():
-        checks.member(key, value)
+        checks.member(str(key), value)
         if key == "steps" and isinstance(value, list):
             for position, step in enumerate(value):
                 checks.step(position, step)
