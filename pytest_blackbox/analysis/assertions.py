@@ -114,7 +114,7 @@ def assert_cassette(
     api_keys: Sequence[str] = (),
 ) -> AssertReport:
     """Verify, then check only the supplied expectations, exactly. Never raises for bad data."""
-    report = verify_trace(source, api_keys=api_keys)
+    report = verify_trace(source, api_keys=api_keys, keep_trace=True)
     if report.ok and report.trace is not None:
         checks = _checks(
             report.trace, api_keys, expect_status, expect_final_answer, expect_tools, expect_failure_reason

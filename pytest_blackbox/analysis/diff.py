@@ -21,6 +21,7 @@ from .jsondiff import ABSENT, changed_leaf_paths, first_difference, fits, render
 from .labels import describe_step, type_label
 
 __all__ = [
+    "IDENTICAL",
     "SEMANTIC_COMPARISON",
     "OutcomeDiff",
     "TraceDiff",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 SEMANTIC_COMPARISON: Final = "semantic (step type + payload; timestamps and hash-chain fields ignored)"
+#: The verdict when every step matches: the original Blackbox's words.
+IDENTICAL: Final = "Traces are identical (no divergence)"
 #: Changed values longer than this are shown as changed leaf fields instead.
 CHANGED_VALUE_LIMIT: Final = 240
 #: At most this many changed leaf fields are listed.
@@ -197,7 +200,7 @@ def _label(text: str) -> str:
 
 def _step_row(role: str, step: TraceStep | None, secrets: list[str]) -> str:
     if step is None:
-        return f"  {role:<6}  (no step)"
+        return f"  {role:<6}  <no step>"
     kind = type_label(step.get("type"))
     digest = str(step.get("hash", ""))[:8]
     return f"  {role:<6}  {kind:<14}  {digest}  {describe_step(step, secrets)}"
@@ -274,8 +277,24 @@ def _one_line(text: str, secrets: list[str]) -> str:
     return truncate_masked(" ".join(text.split()), CHANGED_VALUE_LIMIT, secrets)
 
 
+def _divergence_lines(diff: TraceDiff, secrets: list[str]) -> list[str]:
+    lines = [
+        f"{_label('Summary:')}{diff.summary}",
+        f"First divergence at index {diff.first_divergence_index}",
+        _step_row("parent", diff.parent_step, secrets),
+        _step_row("child", diff.child_step, secrets),
+    ]
+    if diff.parent_step is not None and diff.child_step is not None:
+        lines += _changed_value_lines(diff.parent_step, diff.child_step, secrets)
+    if diff.is_parent_strict_prefix_of_child:
+        lines.append("  (parent is a strict prefix of child)")
+    if diff.is_child_strict_prefix_of_parent:
+        lines.append("  (child is a strict prefix of parent)")
+    return lines
+
+
 def render_diff(diff: TraceDiff, outcome: OutcomeDiff | None = None, secrets: Iterable[str] = ()) -> str:
-    """The ``blackbox diff`` report; ``outcome`` adds the ``Outcome:`` block when there is a divergence."""
+    """The ``blackbox diff`` report; ``outcome`` adds the ``Outcome:`` block, as the original always does."""
     wanted = known_secrets(secrets)
     lines = [
         "--- trace diff ---",
@@ -284,18 +303,11 @@ def render_diff(diff: TraceDiff, outcome: OutcomeDiff | None = None, secrets: It
     ]
     if diff.semantic:
         lines.append(f"Comparison:      {SEMANTIC_COMPARISON}")
-    lines += [
-        f"{_label('Shared prefix:')}{diff.shared_prefix_length} step(s)",
-        "",
-        f"{_label('Summary:')}{diff.summary}",
-    ]
+    lines += [f"{_label('Shared prefix:')}{diff.shared_prefix_length} step(s)", ""]
     if diff.first_divergence_index is None:
-        return "\n".join(lines)
-    lines.append(f"First divergence at index {diff.first_divergence_index}")
-    lines.append(_step_row("parent", diff.parent_step, wanted))
-    lines.append(_step_row("child", diff.child_step, wanted))
-    if diff.parent_step is not None and diff.child_step is not None:
-        lines += _changed_value_lines(diff.parent_step, diff.child_step, wanted)
+        lines.append(IDENTICAL)
+    else:
+        lines += _divergence_lines(diff, wanted)
     if outcome is not None:
         lines += ["", *_outcome_lines(outcome, wanted)]
     return "\n".join(lines)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..trace.canonical import canonical_json, js_number
+from ..trace.canonical import canonical_json, json_pieces
 from ..trace.errors import CanonicalJSONError
 from ..trace.secrets import known_secrets, mask, truncate_masked
 
@@ -32,7 +32,6 @@ __all__ = [
 
 VALUE_LIMIT: Final = 200
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Absent:
@@ -140,44 +139,11 @@ def _collect(before: Any, after: Any, parts: list[PathPart], out: list[LeafChang
         out.append(LeafChange(format_path(parts), before, after))
 
 
-def _pieces(value: Any) -> Iterator[str]:
-    """Compact JSON in insertion order, as ``JSON.stringify`` writes it, produced lazily."""
-    if value is None:
-        yield "null"
-    elif value is True:
-        yield "true"
-    elif value is False:
-        yield "false"
-    elif isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-        yield _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    elif isinstance(value, (int, float)):
-        try:
-            yield js_number(value)
-        except CanonicalJSONError:
-            yield str(value)
-    elif isinstance(value, dict):
-        yield "{"
-        for position, (key, child) in enumerate(value.items()):
-            yield ("," if position else "") + json.dumps(str(key), ensure_ascii=False) + ":"
-            yield from _pieces(child)
-        yield "}"
-    elif isinstance(value, (list, tuple)):
-        yield "["
-        for position, child in enumerate(value):
-            if position:
-                yield ","
-            yield from _pieces(child)
-        yield "]"
-    else:
-        yield json.dumps(repr(value), ensure_ascii=False)
-
-
 def _budgeted(value: Any, budget: int | None) -> tuple[str, bool]:
     """Compact JSON, stopping soon after ``budget`` characters; the flag says whether it is whole."""
     out: list[str] = []
     size = 0
-    for piece in _pieces(value):
+    for piece in json_pieces(value):
         out.append(piece)
         size += len(piece)
         if budget is not None and size > budget:

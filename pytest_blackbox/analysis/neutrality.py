@@ -11,27 +11,32 @@ apply, as in the original Blackbox (arda-ulas/blackbox):
   source code that mentions ``toolu_``, or a tool returning ``{"usage": 42}``, is not a leak.
 
 The literal API key is flagged anywhere. Findings are reported as marker *labels*, never as the
-matched text, so a report can be printed and logged safely.
+matched text, so a report can be printed and logged safely. Labels come in the original's order:
+the JSON is walked in document order (a key, then its value), each string is tested rule by rule,
+and each label is reported once. See docs/cli-analysis.md.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..trace.secrets import REALISTIC_CREDENTIALS, known_secrets
+from ..trace.canonical import js_stringify
+from ..trace.secrets import JS_SPACE, REALISTIC_CREDENTIALS, known_secrets
 
 __all__ = [
     "API_KEY_MARKER",
     "FORBIDDEN_KEYS",
     "USER_DATA_KEYS",
     "NeutralityScan",
+    "NeutralityScanner",
     "find_markers",
     "scan_trace",
+    "without_provider_keys",
 ]
 
 API_KEY_MARKER = "<api-key-value>"
@@ -64,30 +69,31 @@ FORBIDDEN_KEYS = frozenset(
     }
 )
 
-#: (label, pattern) checked in structural strings and keys; earlier entries win at one position.
+#: (label, pattern) for structural strings and keys, tested in this order: provider ids, then
+#: credentials, then the key environment-variable names.
 _STRUCTURAL_RULES: tuple[tuple[str, str], ...] = (
-    ("toolu_", r"\btoolu_[A-Za-z0-9]*\d"),
-    ("msg_", r"\bmsg_[A-Za-z0-9]*\d"),
+    ("toolu_", r"\btoolu_[A-Za-z0-9]*[0-9]"),
+    ("msg_", r"\bmsg_[A-Za-z0-9]*[0-9]"),
     ("call_", r"\bcall_[A-Za-z0-9]{20,}"),
     ("chatcmpl-", r"\bchatcmpl-[A-Za-z0-9]{8,}"),
     ("resp_", r"\bresp_[A-Za-z0-9]{16,}"),
-    ("sk-ant-", r"sk-ant-?[A-Za-z0-9_-]*"),
-    ("sk-proj-", r"sk-proj-[A-Za-z0-9_-]*"),
+    ("sk-ant", r"sk-ant-?[A-Za-z0-9_-]*"),
+    ("sk-proj", r"sk-proj-[A-Za-z0-9_-]*"),
     ("sk-", r"\bsk-[A-Za-z0-9_-]{20,}"),
-    ("Bearer", r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+    ("bearer-token", rf"\bBearer{JS_SPACE}+[A-Za-z0-9._~+/=-]{{16,}}"),
     ("ANTHROPIC_API_KEY", r"ANTHROPIC_API_KEY"),
     ("OPENAI_API_KEY", r"OPENAI_API_KEY"),
 )
 
-
-def _labelled(rules: Sequence[tuple[str, str]]) -> tuple[re.Pattern[str], dict[str, str]]:
-    groups = {f"g{i}": label for i, (label, _) in enumerate(rules)}
-    pattern = "|".join(f"(?P<g{i}>{regex})" for i, (_, regex) in enumerate(rules))
-    return re.compile(pattern), groups
+Rules = tuple[tuple[str, Any], ...]
 
 
-_STRUCTURAL, _STRUCTURAL_LABELS = _labelled(_STRUCTURAL_RULES)
-_USER_DATA, _USER_DATA_LABELS = _labelled(REALISTIC_CREDENTIALS)
+def _compiled(rules: Sequence[tuple[str, str]]) -> Rules:
+    return tuple((label, re.compile(pattern, re.ASCII).search) for label, pattern in rules)
+
+
+_STRUCTURAL = _compiled(_STRUCTURAL_RULES)
+_USER_DATA = _compiled(REALISTIC_CREDENTIALS)
 
 #: Every credential rule (and only those can match inside user data) needs one of these substrings.
 _CREDENTIAL_HINTS = ("sk-", "Bearer")
@@ -97,12 +103,20 @@ _STRUCTURAL_PREFILTER = re.compile(r"toolu_|msg_|call_|chatcmpl-|resp_|sk-|Beare
 #: Structural strings repeat endlessly (roles, tool names, keys): their verdicts are cached.
 _CACHED_TEXT_LENGTH = 128
 _NONE: tuple[str, ...] = ()
+_SCALARS = frozenset({int, float, bool, type(None)})
+#: The members of a step its hash covers (the rest are its ``id`` and ``hash``, and stray keys).
+_HASHED_FIELDS = frozenset({"index", "type", "timestamp", "payload", "prevHash"})
+
+
+def _rule_labels(text: str, rules: Rules) -> tuple[str, ...]:
+    """The label of every rule ``text`` matches, in rule order, each once."""
+    return tuple(label for label, search in rules if search(text))
 
 
 def _structural_uncached(text: str) -> tuple[str, ...]:
     if _STRUCTURAL_PREFILTER.search(text) is None:
         return _NONE
-    return tuple(_STRUCTURAL_LABELS[m.lastgroup] for m in _STRUCTURAL.finditer(text) if m.lastgroup)
+    return _rule_labels(text, _STRUCTURAL)
 
 
 _structural_cached = lru_cache(maxsize=1 << 14)(_structural_uncached)
@@ -114,17 +128,17 @@ def _structural_labels(text: str) -> tuple[str, ...]:
     return _structural_uncached(text)
 
 
+def _user_data_labels(text: str) -> tuple[str, ...]:
+    if "sk-" not in text and "Bearer" not in text:
+        return _NONE
+    return _rule_labels(text, _USER_DATA)
+
+
 @lru_cache(maxsize=1 << 12)
 def _key_labels(key: str) -> tuple[str, ...]:
     """A structural key's verdict: forbidden as a key, then whatever its text matches."""
     forbidden = (key,) if key in FORBIDDEN_KEYS else _NONE
     return forbidden + _structural_labels(key)
-
-
-def _user_data_labels(text: str) -> tuple[str, ...]:
-    if "sk-" not in text and "Bearer" not in text:
-        return _NONE
-    return tuple(_USER_DATA_LABELS[m.lastgroup] for m in _USER_DATA.finditer(text) if m.lastgroup)
 
 
 class _Collector:
@@ -141,96 +155,51 @@ class _Collector:
             if label not in self.labels:
                 self.labels.append(label)
 
-    def _text(self, text: str, user_data: bool) -> None:
-        found = _user_data_labels(text) if user_data else _structural_labels(text)
+    def text(self, text: str, in_data: bool) -> None:
+        found = _user_data_labels(text) if in_data else _structural_labels(text)
         if found:
             self._add(found)
         if self.secrets and any(secret in text for secret in self.secrets):
             self._add((API_KEY_MARKER,))
 
-    def walk(self, value: Any, user_data: bool = False) -> None:
-        """Every rule, everywhere: structure, user data and the literal API keys."""
-        stack: list[tuple[Any, bool]] = [(value, user_data)]
-        while stack:
-            item, in_data = stack.pop()
-            if isinstance(item, str):
-                self._text(item, in_data)
-            elif isinstance(item, dict):
-                children: list[tuple[Any, bool]] = []
-                for key, child in item.items():
-                    key = str(key)
-                    self._text(key, in_data)
-                    if not in_data and key in FORBIDDEN_KEYS:
-                        self._add((key,))
-                    children.append((child, in_data or key in USER_DATA_KEYS))
-                stack.extend(reversed(children))
-            elif isinstance(item, (list, tuple)):
-                stack.extend((child, in_data) for child in reversed(item))
+    def key(self, key: str, in_data: bool) -> None:
+        if in_data:
+            self.text(key, True)
+            return
+        found = _key_labels(key)
+        if found:
+            self._add(found)
+        if self.secrets and any(secret in key for secret in self.secrets):
+            self._add((API_KEY_MARKER,))
 
-    def walk_structure(self, value: Any) -> None:
-        """Structural positions only, for values already shown to hold no credential and no key.
+    def walk(self, value: Any, in_data: bool = False, *, structure_only: bool = False) -> None:
+        """Every string and key, in document order: a key, then everything under it.
 
-        Only credentials and keys can be flagged inside user data, so its subtrees, most of a
-        cassette's bytes, are not entered. This is ``verify``'s hot path: exact JSON types are
-        tested first and strings are checked where they are found rather than via the stack.
+        ``structure_only`` leaves user data out, for values shown to hold no credential and no
+        known key (only those can be flagged there); that is most of a cassette's bytes.
         """
-        stack = [value]
-        labels_of = _structural_labels
+        stack: list[tuple[Any, bool, bool]] = [(value, in_data, False)]
         while stack:
-            item = stack.pop()
-            kind = type(item)
-            if kind is dict:
-                found, structural_keys = _object_plan(tuple(item))
-                if found:
-                    self._add(found)
-                children = []
-                for key in structural_keys:
-                    child = item[key]
-                    if type(child) is str:
-                        found = labels_of(child)
-                        if found:
-                            self._add(found)
-                    elif type(child) not in _SCALARS:
-                        children.append(child)
-                stack.extend(reversed(children))
-            elif kind is list:
-                children = []
-                for child in item:
-                    if type(child) is str:
-                        found = labels_of(child)
-                        if found:
-                            self._add(found)
-                    elif type(child) not in _SCALARS:
-                        children.append(child)
-                stack.extend(reversed(children))
+            item, data, is_key = stack.pop()
+            if is_key:
+                self.key(item, data)
             elif isinstance(item, str):
-                self._add(labels_of(str(item)))
-            elif isinstance(item, dict):  # mapping and sequence subclasses, from callers' own data
-                stack.append(dict(item))
+                self.text(str(item), data)
+            elif isinstance(item, Mapping):
+                entries: list[tuple[Any, bool, bool]] = []
+                for key, child in item.items():
+                    name = str(key)
+                    child_data = data or name in USER_DATA_KEYS
+                    entries.append((name, data, True))
+                    if type(child) not in _SCALARS and not (structure_only and child_data):
+                        entries.append((child, child_data, False))
+                stack.extend(reversed(entries))
             elif isinstance(item, (list, tuple)):
-                stack.append(list(item))
-
-
-_SCALARS = frozenset({int, float, bool, type(None)})
-
-#: Objects in structural positions come in a handful of shapes (step, payload, message, tool…):
-#: their keys' verdicts and the keys worth descending into are worked out once per shape.
-_PLANS: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[Any, ...]]] = {}
-_MAX_PLANS = 4096
-
-
-def _object_plan(keys: tuple[Any, ...]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-    plan = _PLANS.get(keys)
-    if plan is None:
-        found = tuple(label for key in keys for label in _key_labels(str(key)))
-        plan = (found, tuple(key for key in keys if key not in USER_DATA_KEYS))
-        if len(_PLANS) < _MAX_PLANS:
-            _PLANS[keys] = plan
-    return plan
+                stack.extend((child, data, False) for child in reversed(item) if type(child) not in _SCALARS)
 
 
 def find_markers(value: Any, api_keys: Iterable[str] = ()) -> list[str]:
-    """Marker labels (``toolu_``, ``usage``, ``sk-ant-``, ``<api-key-value>``…) found in ``value``.
+    """Marker labels (``toolu_``, ``usage``, ``sk-ant``, ``<api-key-value>``…) found in ``value``.
 
     ``value`` is read as structure from its root, as a whole trace is.
     """
@@ -266,18 +235,27 @@ def _free_of_credentials(text: str | None, hints: Sequence[str]) -> bool:
     return text is not None and "\\u" not in text and not any(hint in text for hint in hints)
 
 
-_FORBIDDEN_KEY_TEXTS = tuple(f'"{key}"' for key in sorted(FORBIDDEN_KEYS))
+#: Every structural literal but ``sk-`` and ``Bearer`` (which :func:`_free_of_credentials` rules
+#: out first), and every forbidden key but ``usage``, holds an underscore. Searching for the
+#: underscore and looking around it is several times faster than an alternation of the literals.
+_UNDERSCORED_MARKER = re.compile(
+    r"_(?:(?<=toolu_)|(?<=msg_)|(?<=call_)|(?<=resp_)|API_KEY|reason|sequence|fingerprint)"
+)
 
 
 def _free_of_structural_markers(text: str | None) -> bool:
-    """True only if the file text cannot hold a structural marker anywhere, so no walk is needed.
+    """True only if ``text``, already free of credentials, cannot hold any structural marker.
 
-    Every structural rule needs a literal of ``_STRUCTURAL_PREFILTER``, and a forbidden key is
-    written as its quoted name; ``\\u`` escapes (which could spell either) rule the shortcut out.
+    Every structural rule needs one of the literals of ``_STRUCTURAL_PREFILTER`` and every
+    forbidden key is written as its quoted name; ``\\u`` escapes (which could spell either) were
+    ruled out with the credentials.
     """
-    if text is None or "\\u" in text or _STRUCTURAL_PREFILTER.search(text) is not None:
-        return False
-    return not any(key in text for key in _FORBIDDEN_KEY_TEXTS)
+    return (
+        text is not None
+        and _UNDERSCORED_MARKER.search(text) is None
+        and "chatcmpl-" not in text
+        and '"usage"' not in text
+    )
 
 
 def _json_text(value: Any) -> str | None:
@@ -287,34 +265,104 @@ def _json_text(value: Any) -> str | None:
         return None
 
 
+class NeutralityScanner:
+    """Neutrality of one trace met piece by piece in document order: top-level members, then steps.
+
+    A piece whose text provably holds no marker is not walked at all, and one that provably holds no
+    credential or known key has only its structure walked; for a step, the text its hash was
+    computed over serves, so a reader that checks the chain anyway gets this almost for free.
+    """
+
+    def __init__(self, api_keys: Sequence[str] = (), *, text: str | None = None) -> None:
+        """``text`` is the whole file, when there is one: if it is clean, no piece is walked."""
+        self._collector = _Collector(api_keys)
+        self._hints = _credential_hints(api_keys)
+        # Hashed text writes a known key as the encoder writes any string, with no other escapes.
+        secrets = (js_stringify(secret)[1:-1] for secret in self._collector.secrets)
+        self._hashed_hints = (*_CREDENTIAL_HINTS, *secrets)
+        self._no_credentials = _free_of_credentials(text, self._hints)
+        self._clean = self._no_credentials and _free_of_structural_markers(text)
+        self._first_step: int | None = None
+
+    def member(self, key: str, value: Any) -> None:
+        """A top-level member; for ``steps``, its value is given step by step to :meth:`step`."""
+        if self._clean:
+            return
+        self._collector.key(key, False)
+        if key != "steps":
+            self._check(value, key in USER_DATA_KEYS)
+
+    def step(self, position: int, step: Any, hashed: str | None = None) -> None:
+        """The step at ``position``; ``hashed`` is the text its hash was computed over, if known.
+
+        That text (see :class:`~pytest_blackbox.trace.chain.ChainCheck`) spells every hashed key and
+        string as it is, so searching it, and the few members outside it, stands in for a walk.
+        """
+        if self._clean or (hashed is not None and self._hashed_step_clean(step, hashed)):
+            return
+        before = self._collector.hits
+        self._check(step, False)
+        if self._first_step is None and self._collector.hits > before:
+            self._first_step = position
+
+    def _hashed_step_clean(self, step: Any, hashed: str) -> bool:
+        """Whether a step whose hashed text is ``hashed`` provably holds no marker at all."""
+        if any(hint in hashed for hint in self._hashed_hints) or not _free_of_structural_markers(hashed):
+            return False
+        secrets = self._collector.secrets
+        for key, value in step.items():
+            if key in _HASHED_FIELDS:
+                continue
+            if type(value) is not str or _key_labels(key) or _STRUCTURAL_PREFILTER.search(value):
+                return False
+            if secrets and any(secret in key or secret in value for secret in secrets):
+                return False
+        return True
+
+    def _check(self, value: Any, in_data: bool) -> None:
+        if type(value) in _SCALARS:
+            return
+        text = _json_text(value)
+        if self._no_credentials or _free_of_credentials(text, self._hints):
+            if _free_of_structural_markers(text):  # credentials, and so \\u escapes, ruled out above
+                return
+            self._collector.walk(value, in_data, structure_only=True)
+        else:
+            self._collector.walk(value, in_data)
+
+    def result(self) -> NeutralityScan:
+        return NeutralityScan(list(self._collector.labels), self._first_step)
+
+
 def scan_trace(trace: Any, api_keys: Sequence[str] = (), *, text: str | None = None) -> NeutralityScan:
     """Check a whole trace, top-level fields included; ``step_index`` is the first step with a marker.
 
-    ``text`` is the file the trace was parsed from, if any. When it provably holds no credential
-    or key, only the structure is walked. Otherwise each step's own JSON text is checked the same
-    way, and only a step that may hold one is walked whole.
+    ``text`` is the file the trace was parsed from, if any; when it provably holds no marker, or no
+    credential or key, the walk is skipped or kept to the structure.
     """
-    collector = _Collector(api_keys)
     if not isinstance(trace, dict):
-        collector.walk(trace)
-        return NeutralityScan(collector.labels)
-    hints = _credential_hints(api_keys)
-    whole_file_clean = _free_of_credentials(text, hints)
-    if whole_file_clean and _free_of_structural_markers(text):
-        return NeutralityScan([])
+        return NeutralityScan(find_markers(trace, api_keys))
+    scanner = NeutralityScanner(api_keys, text=text)
+    for key, value in trace.items():
+        scanner.member(str(key), value)
+        if key == "steps" and isinstance(value, list):
+            for position, step in enumerate(value):
+                scanner.step(position, step)
+    return scanner.result()
 
-    def check(value: Any) -> None:
-        if whole_file_clean or _free_of_credentials(_json_text(value), hints):
-            collector.walk_structure(value)
-        else:
-            collector.walk(value)
 
-    check({key: value for key, value in trace.items() if key != "steps"})
-    first_step: int | None = None
-    steps = trace.get("steps")
-    for position, step in enumerate(steps if isinstance(steps, list) else ()):
-        before = collector.hits
-        check(step)
-        if first_step is None and collector.hits > before:
-            first_step = position
-    return NeutralityScan(collector.labels, first_step)
+def without_provider_keys(value: Any) -> Any:
+    """``value`` without the keys neutrality flags in structural positions; user data is kept whole.
+
+    ``verify`` checks the schema on this, so a provider key such as ``stop_reason`` is reported by
+    the invariant meant for it, ``provider_neutrality``, rather than as an unknown field.
+    """
+    if isinstance(value, dict):
+        return {
+            key: child if key in USER_DATA_KEYS else without_provider_keys(child)
+            for key, child in value.items()
+            if key not in FORBIDDEN_KEYS
+        }
+    if isinstance(value, list):
+        return [without_provider_keys(item) for item in value]
+    return value

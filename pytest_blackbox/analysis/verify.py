@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 from ..trace.canonical import js_number
-from ..trace.chain import validate_chain
+from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import parse_json, read_text
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
 from ..trace.payloads import outcome_of, terminal_outcome
-from ..trace.schema import validate_schema
+from ..trace.schema import validate_step, validate_top_level
 from ..trace.secrets import mask
-from .neutrality import scan_trace
+from ..trace.stream import NotStreamable, Step, stream_cassette
+from .neutrality import NeutralityScanner, without_provider_keys
 
 __all__ = [
     "ACTIONS",
@@ -103,14 +104,6 @@ class VerifyReport:
         return data
 
 
-class _Failed(Exception):
-    """One invariant failed; carries the result to report."""
-
-    def __init__(self, result: InvariantResult) -> None:
-        super().__init__(result.detail)
-        self.result = result
-
-
 def _version_problem(doc: Any) -> str | None:
     if not isinstance(doc, dict):
         return "the cassette is not a JSON object"
@@ -137,96 +130,200 @@ def _path_of(source: Any) -> str | None:
         return None
 
 
-def _load(source: Any, keys: Sequence[str]) -> tuple[Any, str | None, str | None]:
-    """(document, file text, path), or ``_Failed`` at ``schema_version``."""
-    if isinstance(source, dict):
-        return source, None, None
-    path = _path_of(source)
-    if path is None:
-        detail = f"expected a trace or a cassette path, not {type(source).__name__}"
-        raise _Failed(InvariantResult("schema_version", "fail", detail))
-    try:
-        text = read_text(path)
-        return parse_json(text, path=path), text, path
-    except CassetteError as exc:
-        raise _Failed(InvariantResult("schema_version", "fail", mask(str(exc), keys), None)) from None
-
-
-def _check_schema(doc: Any, path: str | None, keys: Sequence[str]) -> InvariantResult:
-    problem = _version_problem(doc)
-    if problem is not None:
-        raise _Failed(InvariantResult("schema_version", "fail", problem))
-    try:
-        validate_schema(doc, path=path)
-    except CassetteError as exc:
-        raise _Failed(
-            InvariantResult("schema_version", "fail", mask(str(exc), keys), exc.step_index)
-        ) from None
-    except RecursionError:
-        raise _Failed(
-            InvariantResult("schema_version", "fail", "the cassette is nested too deeply to read")
-        ) from None
-    return InvariantResult("schema_version", "pass", f"version {CURRENT_TRACE_VERSION}")
-
-
-def _check_chain(doc: Trace, path: str | None, keys: Sequence[str]) -> InvariantResult:
-    try:
-        validate_chain(doc, path=path)
-    except CassetteError as exc:
-        raise _Failed(InvariantResult("hash_chain", "fail", mask(str(exc), keys), exc.step_index)) from None
-    except RecursionError:
-        raise _Failed(InvariantResult("hash_chain", "fail", "a step is nested too deeply to hash")) from None
-    return InvariantResult("hash_chain", "pass", f"{len(doc['steps'])} step(s), chain intact")
-
-
-def _check_neutrality(doc: Trace, text: str | None, keys: Sequence[str]) -> InvariantResult:
-    scan = scan_trace(doc, keys, text=text)
-    if scan.markers:
-        detail = "markers: " + ", ".join(scan.markers)
-        raise _Failed(InvariantResult("provider_neutrality", "fail", detail, scan.step_index))
-    return InvariantResult("provider_neutrality", "pass", "no forbidden markers")
-
-
 def _is_success_marker(step: Any) -> bool:
-    return step.get("type") == "metadata" and outcome_of(step.get("payload")).status == "success"
+    if not isinstance(step, dict) or step.get("type") != "metadata":
+        return False
+    return outcome_of(step.get("payload")).status == "success"
 
 
-def _check_replayability(doc: Trace) -> InvariantResult:
-    status = terminal_outcome(doc).status
-    steps = doc["steps"]
-    for position, step in enumerate(steps[:-1]):
-        if step.get("type") == "metadata" and _is_success_marker(step):
+_TOO_DEEP_TO_READ = "the cassette is nested too deeply to read"
+
+
+class _Checks:
+    """Every invariant over one trace, fed in document order: top-level members, then each step.
+
+    A whole document and a file read one step at a time go through the same checks, and report
+    what checking the whole document invariant by invariant would: the schema of every step is
+    checked even after a broken link, since a schema failure anywhere comes first, and a file is
+    read to its end even after a failure, since not being JSON comes before anything.
+    """
+
+    def __init__(self, path: str | None, keys: Sequence[str], *, text: str | None, keep: bool) -> None:
+        self.path = path
+        self.keys = keys
+        self.top: dict[str, Any] = {}
+        self.is_object = True
+        self.steps: list[Any] | None = [] if keep else None
+        self.count = 0
+        self.schema_failure: InvariantResult | None = None
+        self.chain_failure: InvariantResult | None = None
+        self.chain = ChainCheck(path)
+        self.neutrality = NeutralityScanner(keys, text=text)
+        self.early_success: int | None = None
+        self.last: Any = None
+
+    def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
+        return InvariantResult(name, "fail", mask(str(exc), self.keys), exc.step_index)
+
+    def member(self, key: str, value: Any) -> None:
+        """A top-level member; a ``steps`` list is fed to :meth:`step` element by element."""
+        self.top[key] = value
+        self.neutrality.member(key, value)
+
+    def step(self, position: int, step: Any, exact_numbers: bool = False) -> None:
+        """The step at ``position``; ``exact_numbers`` as the streaming reader reports it."""
+        if self.steps is not None:
+            self.steps.append(step)
+        self.count = position + 1
+        if self.schema_failure is None:
+            self.schema_failure = self._step_schema(position, step)
+        if self.schema_failure is not None or self.chain_failure is not None:
+            return  # that failure is the report: the later invariants are not looked at
+        self.chain_failure = self._step_chain(position, step, exact_numbers)
+        self.neutrality.step(position, step, self.chain.hashed)
+        if self.early_success is None and self.last is not None and _is_success_marker(self.last):
+            self.early_success = position - 1
+        self.last = step
+
+    def _step_schema(self, position: int, step: Any) -> InvariantResult | None:
+        try:
+            validate_step(step, position, path=self.path)
+        except CassetteError as exc:
+            if _only_provider_keys(step, position):
+                return None  # provider_neutrality names them
+            return self._fail("schema_version", exc)
+        except RecursionError:
+            return InvariantResult("schema_version", "fail", _TOO_DEEP_TO_READ)
+        return None
+
+    def _step_chain(self, position: int, step: Any, exact_numbers: bool) -> InvariantResult | None:
+        try:
+            error = self.chain.check(step, position, exact_numbers=exact_numbers)
+        except RecursionError:
+            return InvariantResult("hash_chain", "fail", "a step is nested too deeply to hash")
+        return None if error is None else self._fail("hash_chain", error)
+
+    def trace(self) -> Trace:
+        """The checked trace, as read (only when asked to keep the steps)."""
+        doc = dict(self.top)
+        if self.steps is not None and isinstance(doc.get("steps"), list):
+            doc["steps"] = self.steps
+        return cast(Trace, doc)
+
+    def results(self) -> list[InvariantResult]:
+        """The verdicts in invariant order, up to and including the first failure."""
+        results = [self._schema_result()]
+        if results[-1].status == "fail":
+            return results
+        if self.chain_failure is not None:
+            return [*results, self.chain_failure]
+        results.append(InvariantResult("hash_chain", "pass", f"{self.count} step(s), chain intact"))
+        scan = self.neutrality.result()
+        if scan.markers:
+            detail = "markers: " + ", ".join(scan.markers)
+            return [*results, InvariantResult("provider_neutrality", "fail", detail, scan.step_index)]
+        results.append(InvariantResult("provider_neutrality", "pass", "no forbidden markers"))
+        status = terminal_outcome(cast(Trace, {"steps": [self.last] if self.count else []})).status
+        if self.early_success is not None:
             detail = f'trace claims run_completed/success but replay status is "{status}"'
-            raise _Failed(InvariantResult("replayability", "fail", detail, position))
-    return InvariantResult("replayability", "pass", f"status={status}")
+            return [*results, InvariantResult("replayability", "fail", detail, self.early_success)]
+        return [*results, InvariantResult("replayability", "pass", f"status={status}")]
+
+    def _schema_result(self) -> InvariantResult:
+        problem = _version_problem(self.top if self.is_object else None)
+        if problem is not None:
+            return InvariantResult("schema_version", "fail", problem)
+        try:
+            validate_top_level(self.top, path=self.path)
+        except CassetteError as exc:
+            if not _only_provider_keys(self.top, None):
+                return self._fail("schema_version", exc)
+        except RecursionError:
+            return InvariantResult("schema_version", "fail", _TOO_DEEP_TO_READ)
+        if self.schema_failure is not None:
+            return self.schema_failure
+        return InvariantResult("schema_version", "pass", f"version {CURRENT_TRACE_VERSION}")
 
 
-def verify_trace(source: Trace | str | os.PathLike[str], *, api_keys: Sequence[str] = ()) -> VerifyReport:
+def _only_provider_keys(value: Any, position: int | None) -> bool:
+    """Whether ``value`` breaks the schema only by holding provider keys (``usage``, ``stop_reason``…).
+
+    Those are what ``provider_neutrality`` is for: it reports them by name, as the original does.
+    """
+    try:
+        stripped = without_provider_keys(value)
+        if position is None:
+            validate_top_level(stripped)
+        else:
+            validate_step(stripped, position)
+    except (CassetteError, RecursionError):
+        return False
+    return True
+
+
+def _check_document(doc: Any, path: str | None, keys: Sequence[str], text: str | None) -> _Checks:
+    checks = _Checks(path, keys, text=text, keep=False)
+    if not isinstance(doc, dict):
+        checks.is_object = False
+        return checks
+    for key, value in doc.items():
+        checks.member(str(key), value)
+        if key == "steps" and isinstance(value, list):
+            for position, step in enumerate(value):
+                checks.step(position, step)
+    return checks
+
+
+def _check_file(path: str, keys: Sequence[str], keep: bool) -> tuple[_Checks, Any]:
+    """The checks over the cassette at ``path``, and the trace if kept; ``CassetteError`` if unreadable.
+
+    The file is read one step at a time. One that reader does not take (unreadable, not JSON, an
+    unusual shape) is read whole, which also gives the exact message for what is wrong with it.
+    """
+    checks = _Checks(path, keys, text=None, keep=keep)
+    try:
+        for item in stream_cassette(path):
+            if isinstance(item, Step):
+                checks.step(item.position, item.value, item.exact_numbers)
+            else:
+                checks.member(item.key, item.value)
+    except NotStreamable:
+        text = read_text(path)
+        doc = parse_json(text, path=path)
+        return _check_document(doc, path, keys, text), doc if keep else None
+    return checks, checks.trace() if keep else None
+
+
+def verify_trace(
+    source: Trace | str | os.PathLike[str], *, api_keys: Sequence[str] = (), keep_trace: bool = False
+) -> VerifyReport:
     """Run the four invariants on a trace or a cassette file; never raises for bad data.
 
     ``api_keys`` are literal key values to look for anywhere (reported as ``<api-key-value>``,
-    never echoed).
+    never echoed). A file is read one step at a time and each step dropped once checked, so the
+    report holds the trace read from a file only with ``keep_trace``; a dict is always kept.
     """
     keys = [key for key in api_keys if isinstance(key, str)]
     path = _path_of(source)
-    results: list[InvariantResult] = []
-    trace: Trace | None = None
-    try:
-        doc, text, path = _load(source, keys)
-        results.append(_check_schema(doc, path, keys))
-        trace = cast(Trace, doc)
-        results.append(_check_chain(trace, path, keys))
-        results.append(_check_neutrality(trace, text, keys))
-        results.append(_check_replayability(trace))
-    except _Failed as failed:
-        results.append(failed.result)
-    failure = next((result for result in results if result.status == "fail"), None)
-    skip_reason = (
-        "skipped (load failed)" if failure is not None and failure.name == "schema_version" else "skipped"
-    )
+    trace: Any = None
+    if isinstance(source, dict):
+        results = _check_document(source, None, keys, None).results()
+        trace = source
+    elif path is None:
+        detail = f"expected a trace or a cassette path, not {type(source).__name__}"
+        results = [InvariantResult("schema_version", "fail", detail)]
+    else:
+        try:
+            checks, trace = _check_file(path, keys, keep_trace)
+            results = checks.results()
+        except CassetteError as exc:
+            results = [InvariantResult("schema_version", "fail", mask(str(exc), keys))]
+    failure = results[-1] if results[-1].status == "fail" else None
+    unreadable = failure is not None and failure.name == "schema_version"
+    skip_reason = "skipped (load failed)" if unreadable else "skipped"
     for name in INVARIANTS[len(results) :]:
         results.append(InvariantResult(name, "skip", skip_reason))
-    return VerifyReport(failure is None, path, results, failure, trace)
+    return VerifyReport(failure is None, path, results, failure, None if unreadable else trace)
 
 
 _GREEN, _RED, _DIM, _RESET = "\033[32m", "\033[31m", "\033[2m", "\033[0m"

@@ -13,15 +13,17 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
 from ..analysis.diff import diff_outcome, diff_traces, render_diff
 from ..analysis.labels import describe_step
-from ..analysis.verify import render_verify_report, verify_trace
+from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
 from ..engine.keys import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
@@ -31,6 +33,9 @@ from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
 from .common import add_command
+
+#: Below this many bytes in all, files are verified in this process: starting workers would cost more.
+PARALLEL_FROM_BYTES = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -59,11 +64,26 @@ def _add_verify(sub: argparse._SubParsersAction[Any]) -> None:
         "verify",
         "check cassettes: schema, hash chain, provider neutrality, replayability",
         "Check each cassette's schema version, hash chain, provider neutrality (no provider ids, "
-        "usage/stop metadata or keys) and replayability. Exits 0 when every cassette passes, 1 otherwise.",
-        ["blackbox verify runs/weather.json", "blackbox verify runs/*.json --json"],
+        "usage/stop metadata or keys) and replayability. A folder stands for every .json file under it, "
+        "in every subfolder (hidden ones skipped). Several cassettes are checked on all cores. Exits 0 "
+        "when every cassette passes, 1 otherwise.",
+        [
+            "blackbox verify runs/weather.json",
+            "blackbox verify tests/cassettes",
+            "blackbox verify runs/*.json --json",
+        ],
     )
-    parser.add_argument("cassettes", nargs="+", metavar="cassette", help="cassette file(s) to check")
+    parser.add_argument(
+        "cassettes", nargs="+", metavar="cassette", help="cassette file(s), or folder(s) to check all of"
+    )
     parser.add_argument("--json", action="store_true", help="print the report(s) as one JSON document")
+    parser.add_argument(
+        "--jobs",
+        type=_positive,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="check at most N cassettes at once (default: the number of cores)",
+    )
     _add_key_option(parser)
     parser.set_defaults(func=run_verify)
 
@@ -110,10 +130,10 @@ def _add_list(sub: argparse._SubParsersAction[Any]) -> None:
         sub,
         "list",
         "list the cassettes in a directory",
-        "List every .json file in a directory with its id, version, step count, status and creation date. "
-        "Files that are not valid cassettes are reported as warnings. Exits 0 once listed, 1 if the "
-        "directory cannot be read.",
-        ["blackbox list", "blackbox list runs"],
+        "List every .json file in a directory and its subfolders (hidden ones skipped) with its id, "
+        "version, step count, status and creation date. Files that are not valid cassettes are reported "
+        "as warnings. Exits 0 once listed, 1 if the directory cannot be read.",
+        ["blackbox list", "blackbox list runs", "blackbox list tests/cassettes"],
     )
     parser.add_argument("dir", nargs="?", default="traces", help="the directory (default: traces)")
     parser.set_defaults(func=run_list)
@@ -168,26 +188,96 @@ def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return number
+
+
+def cassette_files(directory: Path) -> list[Path]:
+    """Every ``.json`` file under ``directory``, in path order; hidden files and folders are skipped.
+
+    pytest keeps cassettes in a folder per test module (``cassettes/<module>/<test>.json``), so a
+    folder is walked to the bottom.
+    """
+
+    def unreadable(error: OSError) -> None:
+        reason = error.strerror or error.__class__.__name__
+        raise BlackboxUsageError(f"`{error.filename}` cannot be read: {reason}")
+
+    found: list[Path] = []
+    for root, folders, files in os.walk(directory, onerror=unreadable):
+        folders[:] = [folder for folder in folders if not folder.startswith(".")]
+        found += [Path(root, name) for name in files if name.endswith(".json") and not name.startswith(".")]
+    return sorted(found)
+
+
+def _cassette_paths(names: Sequence[str]) -> list[str]:
+    """The files named, with each folder replaced by the cassette files under it."""
+    paths: list[str] = []
+    for name in names:
+        if not os.path.isdir(name):
+            paths.append(name)
+            continue
+        found = cassette_files(Path(name))
+        if not found:
+            raise BlackboxUsageError(f"`{name}` holds no .json file, in it or in any subfolder")
+        paths += [str(path) for path in found]
+    return paths
+
+
+def _verified(paths: Sequence[str], keys: Sequence[str], jobs: int) -> Iterator[VerifyReport]:
+    """The reports in the order of ``paths``; several large enough files are checked on ``jobs`` cores."""
+    check = partial(verify_trace, api_keys=keys)
+    if jobs < 2 or len(paths) < 2 or _total_size(paths) < PARALLEL_FROM_BYTES:
+        yield from map(check, paths)
+        return
+    workers = min(jobs, len(paths))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from pool.map(check, paths, chunksize=max(1, len(paths) // (workers * 8)))
+
+
+def _total_size(paths: Sequence[str]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except (OSError, ValueError):
+            continue  # verify reports it
+    return total
+
+
 def run_verify(args: argparse.Namespace) -> int:
     keys = api_keys(args.api_key_env)
-    reports = [verify_trace(path, api_keys=keys) for path in args.cassettes]
+    paths = _cassette_paths(args.cassettes)
+    reports: list[VerifyReport] = []
+    color = _color(sys.stdout)
+    for report in _verified(paths, keys, args.jobs):
+        if not args.json:
+            print(("\n" if reports else "") + render_verify_report(report, color), flush=True)
+        reports.append(report)
+    failed = sum(1 for report in reports if not report.ok)
     if args.json:
         documents = [report.to_json() for report in reports]
-        _print_json(documents[0] if len(documents) == 1 else documents)
-    else:
-        color = _color(sys.stdout)
-        print("\n\n".join(render_verify_report(report, color) for report in reports))
-    return 0 if all(report.ok for report in reports) else 1
+        one_file = paths == list(args.cassettes) and len(paths) == 1
+        _print_json(documents[0] if one_file else documents)
+    elif len(reports) > 1:
+        print(f"\n{len(reports)} cassette(s) checked: {len(reports) - failed} passed, {failed} failed.")
+    return 1 if failed else 0
 
 
 def run_diff(args: argparse.Namespace) -> int:
     keys = api_keys()
     parent, child = load_trace(args.parent), load_trace(args.child)
     diff = diff_traces(parent, child, semantic=args.semantic)
-    outcome = diff_outcome(parent, child) if diff.has_divergence else None
+    outcome = diff_outcome(parent, child)
     if args.json:
         data = diff.to_json()
-        data["outcome"] = outcome.to_json() if outcome is not None else None
+        data["outcome"] = outcome.to_json()
         _print_json(data)
     else:
         print(render_diff(diff, outcome, keys))
@@ -280,7 +370,7 @@ def run_list(args: argparse.Namespace) -> int:
         raise BlackboxUsageError(
             f"`{args.dir}` is not a directory (give the folder that holds your cassettes)"
         )
-    files = sorted(entry for entry in directory.iterdir() if entry.suffix == ".json" and entry.is_file())
+    files = cassette_files(directory)
     valid = 0
     for file in files:
         try:
@@ -289,7 +379,7 @@ def run_list(args: argparse.Namespace) -> int:
             print(f"warning: {mask(str(exc), keys)}")
             continue
         valid += 1
-        print(list_line(file.name, trace, keys))
+        print(list_line(file.relative_to(directory).as_posix(), trace, keys))
     print(f"{valid} of {len(files)} trace(s) valid, {len(files) - valid} warning(s).")
     return 0
 

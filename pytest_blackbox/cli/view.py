@@ -62,7 +62,7 @@ def default_output(cassette: str, other: str | None) -> Path:
 
 def load_for_view(path: str, keys: list[str]) -> tuple[dict[str, Any], VerifyReport]:
     """The run to show and its verify report; a cassette failing a check still loads if it has steps."""
-    report = verify_trace(path, api_keys=keys)
+    report = verify_trace(path, api_keys=keys, keep_trace=True)
     if report.trace is not None:
         return dict(report.trace), report
     doc = parse_json(read_text(path), path=path)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BlackboxError, TranscriptImportError
+from ..trace.canonical import js_stringify
 from ..trace.io import parse_json
 from ..trace.model import Trace
 from ..trace.payloads import run_completed
@@ -256,12 +257,14 @@ def _result_value(content: Any) -> Any:
 
 
 def _error_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
+    """The error of an ``is_error`` result: its value as for a result, JSON text written compactly.
+
+    The original Blackbox (arda-ulas/blackbox) parses JSON content here too and writes it back with
+    ``JSON.stringify``, so ``'{"err": 1}'`` becomes ``{"err":1}``; the hashes from that step on
+    depend on it.
+    """
     value = _result_value(content)
-    return value if isinstance(value, str) else str(value)
+    return value if isinstance(value, str) else js_stringify(value)
 
 
 class _Emitter:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 from typing import Any, Final, Literal
 
+from ..trace.canonical import js_stringify
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     final_answer,
     is_stream_request,
     join_text_blocks,
-    js_stringify,
     json_copy,
     label,
     list_field,

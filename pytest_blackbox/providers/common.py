@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn
 
 from ..errors import BlackboxUnsupportedError
-from ..trace.canonical import js_number
+from ..trace.canonical import js_stringify
 from ..trace.model import (
     FinalAnswer,
     Message,
@@ -39,7 +39,6 @@ __all__ = [
     "final_answer",
     "is_stream_request",
     "join_text_blocks",
-    "js_stringify",
     "json_copy",
     "label",
     "list_field",
@@ -59,7 +58,6 @@ __all__ = [
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
 _CALL_ID = re.compile(r"call-(\d+)")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _LABEL_LIMIT: Final = 60
 
 
@@ -263,28 +261,6 @@ def arguments_text(tool_input: Any) -> str:
 def present(value: Any) -> bool:
     """Whether an optional response list (logprobs, annotations) holds anything."""
     return value is not None and value != []
-
-
-def js_stringify(value: Any) -> str:
-    """Compact JSON in insertion order, byte for byte what ``JSON.stringify`` writes."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _js_string(value)
-    if isinstance(value, (int, float)):
-        return js_number(value) if math.isfinite(value) else "null"
-    if isinstance(value, Mapping):
-        return "{" + ",".join(f"{_js_string(str(k))}:{js_stringify(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, Sequence):
-        return "[" + ",".join(js_stringify(item) for item in value) + "]"
-    raise BlackboxUnsupportedError(f"a {type(value).__name__} is not supported yet; it is not a JSON value")
-
-
-def _js_string(text: str) -> str:
-    encoded = json.dumps(text, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
 # -- request pieces ----------------------------------------------------------------------------

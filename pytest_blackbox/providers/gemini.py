@@ -25,12 +25,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from ..trace.canonical import js_stringify
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     ReplayOutput,
     final_answer,
-    js_stringify,
     json_copy,
     label,
     list_field,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from ..errors import BlackboxUnsupportedError
-from .common import js_stringify
+from ..trace.canonical import js_stringify
 
 __all__ = [
     "SSE_HEADERS",

@@ -1,14 +1,18 @@
-"""Canonical JSON and the step hash, identical to the original Blackbox's JavaScript.
+"""Every JSON text the project writes, byte for byte what JavaScript writes, and the step hash.
 
-Cassettes are hashed and written by JavaScript in the original Blackbox (arda-ulas/blackbox), so every
-byte here follows ``JSON.stringify``: keys sorted by UTF-16 code units, numbers as ECMAScript
-``Number::toString`` writes them, lone surrogates escaped, non-ASCII raw.
+Cassettes are hashed and written by JavaScript in the original Blackbox (arda-ulas/blackbox), so
+this one encoder follows ``JSON.stringify``: numbers as ECMAScript ``Number::toString`` writes them,
+lone surrogates escaped, non-ASCII raw, and object keys in the order JavaScript enumerates them
+(array indexes such as ``"2"`` first, ascending, then the rest as inserted). The hash form sorts
+keys by UTF-16 code units instead. Non-finite numbers and integers a double cannot hold have no
+such text, so they are refused everywhere (the provider boundary turns them into what JavaScript
+would have sent, before they get here). See docs/cassette-format.md.
 
-Hashing is on every hot path (verify, replay, recording), so the common case goes through the C
+Encoding is on every hot path (verify, replay, recording), so the common case goes through the C
 ``json`` encoder. Its output is only used when it is *provably* identical to the JavaScript one: the
-C encoder differs only on floats, on integers of 16 digits or more, on surrogates and on keys
-outside the BMP, and the fast path scans its own output for any token that could be one of those
-(a false alarm only costs the slow path, never a wrong byte).
+C encoder differs only on floats, on integers of 16 digits or more, on surrogates, on keys outside
+the BMP (sorted) and on array-index keys (unsorted), and the fast path scans its own output for any
+token that could be one of those (a false alarm only costs the slow path, never a wrong byte).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -25,7 +29,12 @@ from .errors import CanonicalJSONError
 
 __all__ = [
     "canonical_json",
+    "hashed_text",
+    "is_array_index",
+    "js_keys",
     "js_number",
+    "js_stringify",
+    "json_pieces",
     "pretty_json",
     "sha256_hex",
     "step_hash",
@@ -33,27 +42,34 @@ __all__ = [
 
 #: 2**53: integers at or above it are exact in a double only by luck.
 _SAFE = 9007199254740992
+#: The largest array index: JavaScript arrays hold at most 2**32 - 1 elements.
+_MAX_INDEX = 2**32 - 2
 
 # A number token in encoder output that the C encoder may spell differently from JavaScript.
 # ``repr`` and ``Number::toString`` pick the same shortest digits and agree on plain decimals; they
 # differ only on integral floats (``1.0`` vs ``1``), on exponent forms (Python switches below 1e-4,
 # JavaScript below 1e-6) and on integers of 16+ digits (beyond 2**53). Tokens follow "[", ":" or ","
-# (then whitespace, in indented output) or start the text; a string that merely looks like one
-# only costs the slow path.
+# (then whitespace, in indented output); a string that merely looks like one only costs the slow
+# path. A value that is itself a number is checked directly.
 _NUMBER_RISK = r"-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})"
 # Compact output has no whitespace around tokens, so JSON text embedded in strings by Python's
 # default ``json.dumps`` (which writes ": ") does not look like a number token there.
-_RISKY_COMPACT = re.compile(r"(?:^|[:,\[])" + _NUMBER_RISK)
-_RISKY_PRETTY = re.compile(r"(?:^|[:,\[])\s*" + _NUMBER_RISK)
+_RISKY_COMPACT = re.compile(r"[:,\[]" + _NUMBER_RISK)
+_RISKY_PRETTY = re.compile(r"[:,\[]\s*" + _NUMBER_RISK)
 # Surrogates need escaping; astral characters sort differently in UTF-16 when they are in keys.
 _RISKY_CHAR = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A key the C encoder writes where it was inserted but JavaScript writes first. Inside a string,
+# JSON text has escaped quotes, so only real keys (and the rare look-alike) match.
+_INDEX_KEY = re.compile(r'"(?:0|[1-9][0-9]*)":')
 
-_fast_compact = json.JSONEncoder(
+_fast_canonical = json.JSONEncoder(
     sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
 ).encode
+_fast_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _fast_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
 _encode_str = json.JSONEncoder(ensure_ascii=False).encode
+_BYTES = (bytes, bytearray)
 
 
 def js_number(value: int | float) -> str:
@@ -108,12 +124,43 @@ def _js_string(text: str) -> str:
     return _encode_str(text)
 
 
+def is_array_index(key: str) -> bool:
+    """Whether JavaScript treats ``key`` as an array index: ``"0"`` … ``"4294967294"``, no leading zero."""
+    return (
+        0 < len(key) <= 10
+        and key.isascii()
+        and key.isdigit()
+        and (key[0] != "0" or key == "0")
+        and int(key) <= _MAX_INDEX
+    )
+
+
+def js_keys(mapping: Mapping[str, Any]) -> list[str]:
+    """An object's keys in JavaScript's order: array indexes ascending, then the others as inserted."""
+    keys = list(mapping)
+    indexes = [key for key in keys if isinstance(key, str) and is_array_index(key)]
+    if not indexes:
+        return keys
+    indexes.sort(key=int)
+    return indexes + [key for key in keys if not (isinstance(key, str) and is_array_index(key))]
+
+
 def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def _slow(value: Any, indent: str | None, level: int, sort: bool) -> str:
-    """Reference encoder: every rule spelled out; used when the fast path cannot be trusted."""
+def _keys(value: Mapping[Any, Any], sort: bool, lenient: bool) -> list[Any]:
+    if not lenient:
+        for key in value:
+            if not isinstance(key, str):
+                raise CanonicalJSONError(f"object keys must be strings, not {type(key).__name__}")
+    if sort:
+        return sorted(value, key=lambda k: _utf16_key(str(k)))
+    return js_keys(value)
+
+
+def _scalar(value: Any, lenient: bool) -> str | None:
+    """A scalar's text, or ``None`` for a container; ``lenient`` shows what has no JSON form."""
     if value is None:
         return "null"
     if value is True:
@@ -123,28 +170,53 @@ def _slow(value: Any, indent: str | None, level: int, sort: bool) -> str:
     if isinstance(value, str):
         return _js_string(value)
     if isinstance(value, (int, float)):
-        return js_number(value)
-    if isinstance(value, Mapping):
-        for key in value:
-            if not isinstance(key, str):
-                raise CanonicalJSONError(f"object keys must be strings, not {type(key).__name__}")
-        keys = sorted(value, key=_utf16_key) if sort else list(value)
-        parts = [(_js_string(k), _slow(value[k], indent, level + 1, sort)) for k in keys]
-        if not parts:
-            return "{}"
-        if indent is None:
-            return "{" + ",".join(f"{k}:{v}" for k, v in parts) + "}"
-        inner = "\n" + indent * (level + 1)
-        return "{" + ",".join(f"{inner}{k}: {v}" for k, v in parts) + "\n" + indent * level + "}"
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        items = [_slow(v, indent, level + 1, sort) for v in value]
-        if not items:
-            return "[]"
-        if indent is None:
-            return "[" + ",".join(items) + "]"
-        inner = "\n" + indent * (level + 1)
-        return "[" + ",".join(inner + item for item in items) + "\n" + indent * level + "]"
+        if not lenient:
+            return js_number(value)
+        try:
+            return js_number(value)
+        except CanonicalJSONError:
+            return str(value)
+    if isinstance(value, Mapping) or (isinstance(value, Sequence) and not isinstance(value, _BYTES)):
+        return None
+    if lenient:
+        return _js_string(repr(value))
     raise CanonicalJSONError(f"a {type(value).__name__} is not a JSON value")
+
+
+def _pieces(value: Any, indent: str | None, level: int, sort: bool, lenient: bool) -> Iterator[str]:
+    """The reference encoder, every rule spelled out, as a stream of pieces."""
+    text = _scalar(value, lenient)
+    if text is not None:
+        yield text
+        return
+    inner = "" if indent is None else "\n" + indent * (level + 1)
+    outer = "" if indent is None else "\n" + indent * level
+    colon = ":" if indent is None else ": "
+    if isinstance(value, Mapping):
+        keys = _keys(value, sort, lenient)
+        if not keys:
+            yield "{}"
+            return
+        opening = "{"
+        for key in keys:
+            yield opening + inner + _js_string(str(key)) + colon
+            yield from _pieces(value[key], indent, level + 1, sort, lenient)
+            opening = ","
+        yield outer + "}"
+        return
+    if not value:
+        yield "[]"
+        return
+    opening = "["
+    for item in value:
+        yield opening + inner
+        yield from _pieces(item, indent, level + 1, sort, lenient)
+        opening = ","
+    yield outer + "]"
+
+
+def _slow(value: Any, indent: str | None, sort: bool) -> str:
+    return "".join(_pieces(value, indent, 0, sort, lenient=False))
 
 
 def _risky_number(value: float | int) -> bool:
@@ -185,31 +257,74 @@ def _needs_slow(value: Any) -> bool:
     return False
 
 
-def _trusted(text: str, value: Any, numbers: re.Pattern[str]) -> bool:
-    suspicious = numbers.search(text) or (not text.isascii() and _RISKY_CHAR.search(text))
+def _trusted(text: str, value: Any, numbers: re.Pattern[str] | None) -> bool:
+    """Whether the C encoder's ``text`` for ``value`` is the JavaScript text.
+
+    ``numbers`` is the scan for suspicious number tokens, or ``None`` when the caller knows every
+    number in ``value`` is spelled alike by both (see :func:`canonical_json`).
+    """
+    suspicious = (numbers is not None and (numbers.search(text) or text[:1] in "-0123456789")) or (
+        not text.isascii() and _RISKY_CHAR.search(text)
+    )
     return not suspicious or not _needs_slow(value)
 
 
-def canonical_json(value: Any) -> str:
-    """Compact JSON with keys sorted by UTF-16 code units, as the original hashes it."""
+def _js_ordered(value: Any) -> Any:
+    """``value`` with every object's keys in JavaScript's order (containers copied, scalars shared)."""
+    if isinstance(value, dict):
+        return {key: _js_ordered(value[key]) for key in js_keys(value)}
+    if isinstance(value, list):
+        return [_js_ordered(item) for item in value]
+    return value
+
+
+def _insertion_order(value: Any, encode: Any, numbers: re.Pattern[str], indent: str | None) -> str:
+    """JavaScript's text for an unsorted encoder: C output when provably identical, else the reference."""
     try:
-        text = _fast_compact(value)
+        text = encode(value)
+        if _INDEX_KEY.search(text):
+            value = _js_ordered(value)
+            text = encode(value)
     except (ValueError, TypeError, RecursionError):
         text = None
-    if text is not None and _trusted(text, value, _RISKY_COMPACT):
+    if text is not None and _trusted(text, value, numbers):
+        return str(text)
+    return _slow(value, indent, sort=False)
+
+
+def canonical_json(value: Any, *, exact_numbers: bool = False) -> str:
+    """Compact JSON with keys sorted by UTF-16 code units, as the original hashes it.
+
+    ``exact_numbers`` is the caller's promise that every number in ``value`` is an ``int`` within
+    ±2**53 or a ``float`` that is not integral and lies between 1e-4 and 2**53 in magnitude (the
+    streaming reader tracks this while parsing); such numbers need no scan of the output.
+    """
+    try:
+        text = _fast_canonical(value)
+    except (ValueError, TypeError, RecursionError):
+        text = None
+    if text is not None and _trusted(text, value, None if exact_numbers else _RISKY_COMPACT):
         return text
-    return _slow(value, None, 0, sort=True)
+    return _slow(value, None, sort=True)
+
+
+def js_stringify(value: Any) -> str:
+    """``JSON.stringify(value)``: compact, keys in JavaScript's order."""
+    return _insertion_order(value, _fast_compact, _RISKY_COMPACT, None)
 
 
 def pretty_json(value: Any) -> str:
-    """``JSON.stringify(value, null, 2)``: insertion key order, two spaces, raw non-ASCII."""
-    try:
-        text = _fast_pretty(value)
-    except (ValueError, TypeError, RecursionError):
-        text = None
-    if text is not None and _trusted(text, value, _RISKY_PRETTY):
-        return text
-    return _slow(value, "  ", 0, sort=False)
+    """``JSON.stringify(value, null, 2)``: two spaces, keys in JavaScript's order, raw non-ASCII."""
+    return _insertion_order(value, _fast_pretty, _RISKY_PRETTY, "  ")
+
+
+def json_pieces(value: Any) -> Iterator[str]:
+    """``JSON.stringify(value)`` lazily, for showing part of a possibly huge value; never raises.
+
+    Values with no JSON form are shown rather than refused: a number as Python writes it, any other
+    object as the string of its ``repr``.
+    """
+    return _pieces(value, None, 0, sort=False, lenient=True)
 
 
 def sha256_hex(text: str) -> str:
@@ -217,10 +332,26 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def hashed_text(
+    index: int,
+    type_: str,
+    timestamp: int | float,
+    payload: Any,
+    prev_hash: str | None,
+    *,
+    exact_numbers: bool = False,
+) -> str:
+    """What the v2 step hash is computed over: canonical ``{index,type,timestamp,payload,prevHash}``."""
+    fields = {
+        "index": index,
+        "type": type_,
+        "timestamp": timestamp,
+        "payload": payload,
+        "prevHash": prev_hash,
+    }
+    return canonical_json(fields, exact_numbers=exact_numbers)
+
+
 def step_hash(index: int, type_: str, timestamp: int | float, payload: Any, prev_hash: str | None) -> str:
-    """The v2 step hash: SHA-256 of canonical ``{index,type,timestamp,payload,prevHash}``."""
-    return sha256_hex(
-        canonical_json(
-            {"index": index, "type": type_, "timestamp": timestamp, "payload": payload, "prevHash": prev_hash}
-        )
-    )
+    """The v2 step hash: SHA-256 of :func:`hashed_text`."""
+    return sha256_hex(hashed_text(index, type_, timestamp, payload, prev_hash))

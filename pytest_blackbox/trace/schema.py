@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import BlackboxError, CassetteSchemaError
 from .errors import where as shown_where
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
     from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped,unused-ignore]
 
-__all__ = ["schema_path", "validate_schema"]
+__all__ = ["schema_path", "validate_schema", "validate_step", "validate_top_level"]
 
 _SCHEMA_FILE = "trace-v2.schema.json"
 
@@ -97,175 +97,182 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _always(value: Any) -> bool:
-    return True
-
-
-def _all_of(checks: list[Check]) -> Check:
-    if not checks:
-        return _always
-    if len(checks) == 1:
-        return checks[0]
-
-    def check(value: Any) -> bool:
-        for c in checks:  # noqa: SIM110 (a plain loop: this runs for every node of every cassette)
-            if not c(value):
-                return False
-        return True
-
-    return check
-
-
-def _scalar_equal(expected: Any) -> Check:
-    """JSON Schema equality for a scalar: ``true`` is not ``1``, ``2.0`` is ``2``."""
-    if isinstance(expected, str):
-        return lambda v: isinstance(v, str) and v == expected
-    if expected is None or isinstance(expected, bool):
-        return lambda v: v is expected
-    if _is_number(expected):
-        return lambda v: _is_number(v) and v == expected
-    raise ValueError(f"schema compiler: only scalar const/enum values are supported, not {expected!r}")
-
-
-def _one_of_values(values: list[Any]) -> Check:
-    if all(isinstance(v, str) for v in values):
-        strings = frozenset(values)
-        return lambda v: isinstance(v, str) and v in strings
-    options = [_scalar_equal(item) for item in values]
-    return lambda v: any(o(v) for o in options)
-
-
 class _Compiler:
+    """Schema -> Python source, one function per ``$defs`` entry, each check an inline expression.
+
+    Generated source rather than nested closures, because the check runs on every node of every
+    step of every cassette verified: one function call per definition instead of one per keyword.
+    ``compiled[name]`` is the check of ``#/$defs/name`` and ``root`` the check of the whole schema.
+    """
+
     def __init__(self, root: dict[str, Any]) -> None:
         self.defs: dict[str, Any] = root.get("$defs", {})
-        self.compiled: dict[str, Check] = {}
-        for name in self.defs:  # refs look their target up at call time, so order does not matter
-            self.compiled[name] = self.node(self.defs[name])
-        self.root = self.node(root)
+        self.names = {name: f"_def_{index}" for index, name in enumerate(self.defs)}
+        self.source: list[str] = []
+        self.namespace: dict[str, Any] = {"_is_number": _is_number, "_is_integer": _is_integer}
+        self.dispatch: list[tuple[str, str, dict[str, str]]] = []
+        for name, schema in self.defs.items():
+            self._function(schema, self.names[name])
+        root_name = self._function(root)
+        exec(compile("\n".join(self.source), "<trace v2 schema>", "exec"), self.namespace)
+        for table, every, branches in self.dispatch:  # the branch functions exist only now
+            self.namespace[table].update({value: self.namespace[f] for value, f in branches.items()})
+            self.namespace[every] = tuple(self.namespace[f] for f in branches.values())
+        self.compiled: dict[str, Check] = {name: self.namespace[self.names[name]] for name in self.defs}
+        self.root: Check = self.namespace[root_name]
 
-    def node(self, schema: Any) -> Check:
+    def _constant(self, value: Any) -> str:
+        name = f"_c{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def _function(self, schema: Any, name: str | None = None, body: list[str] | None = None) -> str:
+        """Define a check function for ``schema`` (or with the statements ``body``); return its name."""
+        name = name or f"_f{len(self.source)}"
+        lines = body if body is not None else [f"return {self.expression(schema, 'v')}"]
+        self.source.append(f"def {name}(v):\n" + "".join(f"    {line}\n" for line in lines))
+        return name
+
+    def _call(self, schema: Any) -> str:
+        """The name of a function checking ``schema`` (a ``$ref`` calls its definition directly)."""
+        if isinstance(schema, dict) and set(schema) - _ANNOTATIONS == {"$ref"}:
+            return self._ref(schema["$ref"])
+        return self._function(schema)
+
+    def expression(self, schema: Any, v: str) -> str:
+        """A Python expression, true when the value named by ``v`` matches ``schema``."""
         if schema is True:
-            return _always
+            return "True"
         if not isinstance(schema, dict):
             raise ValueError(f"schema compiler: unsupported schema {schema!r}")
         unknown = set(schema) - _SUPPORTED
         if unknown or ("if" in schema) != ("then" in schema):
             raise ValueError(f"schema compiler: unsupported keywords {sorted(unknown) or ['if/then']}")
-        checks: list[Check] = []
+        checks: list[str] = []
         if "$ref" in schema:
-            checks.append(self._ref(schema["$ref"]))
+            checks.append(f"{self._ref(schema['$ref'])}({v})")
         object_only = schema.get("type") == "object"
         if "type" in schema and not object_only:
-            checks.append(self._type(schema["type"]))
+            checks.append(self._type(schema["type"], v))
         if "const" in schema:
-            checks.append(_scalar_equal(schema["const"]))
+            checks.append(self._equal(schema["const"], v))
         if "enum" in schema:
-            checks.append(_one_of_values(schema["enum"]))
-        checks.extend(self._string(schema))
+            checks.append(self._one_of_values(schema["enum"], v))
+        kind = schema.get("type")
+        # Keywords for one type hold vacuously for others; once "type" allows only that one, no guard.
+        only = frozenset([kind] if isinstance(kind, str) else kind or ("any",))
+        checks.extend(self._string(schema, v, guard=only != {"string"}))
         if "minimum" in schema:
             low = schema["minimum"]
-            checks.append(lambda v: not _is_number(v) or v >= low)
-        checks.extend(self._array(schema))
+            guard = only - {"integer", "number"}
+            checks.append(f"(not _is_number({v}) or {v} >= {low!r})" if guard else f"{v} >= {low!r}")
+        checks.extend(self._array(schema, v, guard=only != {"array"}))
         if object_only or {"required", "properties", "additionalProperties"} & set(schema):
-            checks.append(self._object(schema, strict=object_only))
+            checks.append(self._object(schema, v, strict=object_only))
         if "allOf" in schema:
-            checks.append(self._all_of(schema["allOf"]))
+            checks.append(self._all_of(schema["allOf"], v))
         if "oneOf" in schema:
-            branches = [self.node(s) for s in schema["oneOf"]]
-            checks.append(lambda v: sum(1 for b in branches if b(v)) == 1)
+            branches = " + ".join(f"({self.expression(branch, v)})" for branch in schema["oneOf"])
+            checks.append(f"({branches} == 1)")
         if "if" in schema:
-            condition, then = self.node(schema["if"]), self.node(schema["then"])
-            checks.append(lambda v: not condition(v) or then(v))
-        return _all_of(checks)
+            condition, then = self.expression(schema["if"], v), self.expression(schema["then"], v)
+            checks.append(f"(not ({condition}) or ({then}))")
+        return "(" + " and ".join(checks) + ")" if checks else "True"
 
-    def _ref(self, ref: str) -> Check:
+    def _ref(self, ref: str) -> str:
         prefix = "#/$defs/"
         if not ref.startswith(prefix) or ref[len(prefix) :] not in self.defs:
             raise ValueError(f"schema compiler: unsupported $ref {ref!r}")
-        name, compiled = ref[len(prefix) :], self.compiled
-        return lambda v: compiled[name](v)
+        return self.names[ref[len(prefix) :]]
 
-    @staticmethod
-    def _type(kind: str | list[str]) -> Check:
+    def _type(self, kind: str | list[str], v: str) -> str:
         kinds = {kind} if isinstance(kind, str) else set(kind)
         if "integer" in kinds and "number" not in kinds:
             if len(kinds) > 1:
                 raise ValueError("schema compiler: 'integer' is supported only alone or next to 'number'")
-            return _is_integer
-        python = tuple(t for k in kinds - {"integer"} for t in _PYTHON_TYPES[k])
+            return f"_is_integer({v})"
+        python = tuple(t for k in sorted(kinds - {"integer"}) for t in _PYTHON_TYPES[k])
+        types = python[0].__name__ if python in ((dict,), (list,), (str,)) else self._constant(python)
         if "boolean" in kinds or not {"number", "integer"} & kinds:
-            return lambda v: isinstance(v, python)
-        return lambda v: isinstance(v, python) and not isinstance(v, bool)
+            return f"isinstance({v}, {types})"
+        return f"(isinstance({v}, {types}) and not isinstance({v}, bool))"
 
-    @staticmethod
-    def _string(schema: dict[str, Any]) -> Iterator[Check]:
+    def _equal(self, expected: Any, v: str) -> str:
+        """JSON Schema equality for a scalar: ``true`` is not ``1``, ``2.0`` is ``2``."""
+        if isinstance(expected, str):
+            return f"(isinstance({v}, str) and {v} == {expected!r})"
+        if expected is None or isinstance(expected, bool):
+            return f"({v} is {expected!r})"
+        if _is_number(expected):
+            return f"(_is_number({v}) and {v} == {expected!r})"
+        raise ValueError(f"schema compiler: only scalar const/enum values are supported, not {expected!r}")
+
+    def _one_of_values(self, values: list[Any], v: str) -> str:
+        if all(isinstance(value, str) for value in values):
+            return f"(isinstance({v}, str) and {v} in {self._constant(frozenset(values))})"
+        return "(" + " or ".join(self._equal(value, v) for value in values) + ")"
+
+    def _string(self, schema: dict[str, Any], v: str, *, guard: bool) -> Iterator[str]:
+        tests = []
         if "pattern" in schema:
-            search = re.compile(schema["pattern"]).search
-            yield lambda v: not isinstance(v, str) or search(v) is not None
+            tests.append(f"{self._constant(re.compile(schema['pattern']).search)}({v}) is not None")
         if "minLength" in schema:
-            shortest = schema["minLength"]
-            yield lambda v: not isinstance(v, str) or len(v) >= shortest
+            tests.append(f"len({v}) >= {schema['minLength']!r}")
         if "maxLength" in schema:
-            longest = schema["maxLength"]
-            yield lambda v: not isinstance(v, str) or len(v) <= longest
+            tests.append(f"len({v}) <= {schema['maxLength']!r}")
+        if tests:
+            yield f"(not isinstance({v}, str) or ({' and '.join(tests)}))" if guard else " and ".join(tests)
 
-    def _array(self, schema: dict[str, Any]) -> Iterator[Check]:
+    def _array(self, schema: dict[str, Any], v: str, *, guard: bool) -> Iterator[str]:
+        tests = []
         if "minItems" in schema:
-            fewest = schema["minItems"]
-            yield lambda v: not isinstance(v, list) or len(v) >= fewest
+            tests.append(f"len({v}) >= {schema['minItems']!r}")
         if "items" in schema and schema["items"] is not True:
-            item = self.node(schema["items"])
+            tests.append(f"all(map({self._call(schema['items'])}, {v}))")
+        if tests:
+            yield f"(not isinstance({v}, list) or ({' and '.join(tests)}))" if guard else " and ".join(tests)
 
-            def items(value: Any) -> bool:
-                if isinstance(value, list):
-                    for element in value:
-                        if not item(element):
-                            return False
-                return True
-
-            yield items
-
-    def _object(self, schema: dict[str, Any], *, strict: bool) -> Check:
-        """Object keywords; ``strict`` also does ``"type": "object"`` (one call instead of two)."""
-        required = tuple(schema.get("required", ()))
+    def _object(self, schema: dict[str, Any], v: str, *, strict: bool) -> str:
+        """Object keywords; ``strict`` also does ``"type": "object"`` (one test instead of two)."""
         properties: dict[str, Any] = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         if extra not in (True, False):
             raise ValueError("schema compiler: unsupported additionalProperties schema (only true or false)")
-        allowed = frozenset(properties) if extra is False else None
-        members = [(k, self.node(s)) for k, s in properties.items() if s is not True]
+        required = schema.get("required", ())
+        checks = [f"{key!r} in {v}" for key in required]
+        if extra is False:
+            checks.append(f"{self._constant(frozenset(properties))}.issuperset({v})")
+        for key, member in properties.items():
+            if member is not True:
+                item = f"{v}[{key!r}]"
+                inline = isinstance(member, dict) and not {"properties", "allOf", "oneOf", "if"} & set(member)
+                test = self.expression(member, item) if inline else f"{self._call(member)}({item})"
+                checks.append(test if key in required else f"({key!r} not in {v} or {test})")
+        body = " and ".join(checks) or "True"
+        if strict:
+            return f"(isinstance({v}, dict) and {body})"
+        return f"(not isinstance({v}, dict) or ({body}))"
 
-        def check(value: Any) -> bool:
-            if not isinstance(value, dict):
-                return not strict
-            for key in required:
-                if key not in value:
-                    return False
-            if allowed is not None and not allowed.issuperset(value):
-                return False
-            for key, member in members:  # noqa: SIM110 (hot loop, see _all_of)
-                if key in value and not member(value[key]):
-                    return False
-            return True
-
-        return check
-
-    def _all_of(self, entries: list[Any]) -> Check:
+    def _all_of(self, entries: list[Any], v: str) -> str:
         tag = _dispatch_tag(entries)
         if tag is None:
-            return _all_of([self.node(e) for e in entries])
-        # Every entry is "if <tag> == const then ...": one dict lookup instead of one try per entry.
-        table = {e["if"]["properties"][tag]["const"]: self.node(e["then"]) for e in entries}
-        every = list(table.values())
-
-        def check(value: Any) -> bool:
-            if not isinstance(value, dict):  # an "if" made of required/properties holds vacuously
-                return all(c(value) for c in every)
-            found = value.get(tag)
-            branch = table.get(found) if isinstance(found, str) else None
-            return branch is None or branch(value)
-
-        return check
+            return "(" + " and ".join(self.expression(entry, v) for entry in entries) + ")"
+        # Every entry is "if <tag> == const then ...": one dict lookup instead of one test per entry.
+        table = {entry["if"]["properties"][tag]["const"]: self._call(entry["then"]) for entry in entries}
+        branches = self._constant({})
+        every = self._constant(())
+        check = self._function(
+            None,
+            body=[
+                "if not isinstance(v, dict):  # an 'if' made of required/properties holds vacuously",
+                f"    return all(branch(v) for branch in {every})",
+                f"found = v.get({tag!r})",
+                f"branch = {branches}.get(found) if isinstance(found, str) else None",
+                "return branch is None or branch(v)",
+            ],
+        )
+        self.dispatch.append((branches, every, table))
+        return f"{check}({v})"
 
 
 def _dispatch_tag(entries: list[Any]) -> str | None:
@@ -314,25 +321,23 @@ def _validators() -> tuple[Draft202012Validator, Draft202012Validator]:
     return Draft202012Validator(schema), Draft202012Validator(step_schema)
 
 
-def _first_error(document: Any) -> tuple[ValidationError, list[str | int]] | None:
-    """The most relevant error, looking at the top level first, then at the first bad step."""
+def _top_level_error(document: Any) -> ValidationError | None:
+    """The most relevant error outside the steps (a steps list counts as empty here)."""
     from jsonschema.exceptions import best_match
 
-    whole, one_step = _validators()
-    steps = document.get("steps") if isinstance(document, dict) else None
-    if isinstance(steps, list):
-        error = best_match(whole.iter_errors({**document, "steps": []}))
-        if error is not None:
-            return error, list(error.absolute_path)
-        step_check = _compiled().compiled["step"]
-        for index, step in enumerate(steps):
-            if not step_check(step):
-                error = best_match(one_step.iter_errors(step))
-                if error is not None:
-                    return error, ["steps", index, *error.absolute_path]
-        return None
-    error = best_match(whole.iter_errors(document))
-    return (error, list(error.absolute_path)) if error is not None else None
+    whole, _ = _validators()
+    if isinstance(document, dict) and isinstance(document.get("steps"), list):
+        document = {**document, "steps": []}
+    error: ValidationError | None = best_match(whole.iter_errors(document))
+    return error
+
+
+def _step_error(step: Any) -> ValidationError | None:
+    from jsonschema.exceptions import best_match
+
+    _, one_step = _validators()
+    error: ValidationError | None = best_match(one_step.iter_errors(step))
+    return error
 
 
 _ARTICLES = {
@@ -387,14 +392,7 @@ def _pointer(parts: list[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def validate_schema(doc: Any, *, path: str | None = None) -> None:
-    """Raise ``CassetteSchemaError`` unless ``doc`` matches the trace v2 JSON Schema."""
-    if _is_valid_fast(doc):
-        return
-    found = _first_error(doc)
-    if found is None:  # the fast check is stricter than jsonschema here; jsonschema is the reference
-        return
-    error, parts = found
+def _raise(error: ValidationError, parts: list[str | int], path: str | None) -> NoReturn:
     pointer = _pointer(parts)
     step_index = parts[1] if len(parts) > 1 and parts[0] == "steps" and isinstance(parts[1], int) else None
     where = shown_where(path)
@@ -405,3 +403,41 @@ def validate_schema(doc: Any, *, path: str | None = None) -> None:
         step_index=step_index,
         pointer=pointer,
     )
+
+
+def validate_top_level(doc: Any, *, path: str | None = None) -> None:
+    """Raise ``CassetteSchemaError`` unless ``doc`` outside its steps matches the schema.
+
+    The items of a ``steps`` list are not looked at: :func:`validate_step` checks each of them, so a
+    reader that meets the steps one at a time can check the whole document.
+    """
+    if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
+        if _is_valid_fast({**doc, "steps": []}):
+            return
+    elif _is_valid_fast(doc):
+        return
+    error = _top_level_error(doc)
+    if error is not None:  # the fast check is stricter than jsonschema here; jsonschema is the reference
+        _raise(error, list(error.absolute_path), path)
+
+
+def validate_step(step: Any, index: int, *, path: str | None = None) -> None:
+    """Raise ``CassetteSchemaError`` unless ``step``, the step at ``index``, matches the schema."""
+    if _compiled().compiled["step"](step):
+        return
+    error = _step_error(step)
+    if error is not None:
+        _raise(error, ["steps", index, *error.absolute_path], path)
+
+
+def validate_schema(doc: Any, *, path: str | None = None) -> None:
+    """Raise ``CassetteSchemaError`` unless ``doc`` matches the trace v2 JSON Schema.
+
+    The top level is reported before any step, and the first bad step before the others.
+    """
+    if _is_valid_fast(doc):
+        return
+    validate_top_level(doc, path=path)
+    steps = doc.get("steps") if isinstance(doc, dict) else None
+    for index, step in enumerate(steps if isinstance(steps, list) else ()):
+        validate_step(step, index, path=path)

@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "CREDENTIAL_PATTERN",
+    "JS_SPACE",
     "REALISTIC_CREDENTIALS",
     "REDACTED",
     "contains_secret",
@@ -27,15 +28,20 @@ REDACTED = "[redacted]"
 #: Shorter known values would mask ordinary words; the original Blackbox uses the same floor.
 MIN_SECRET_LENGTH = 4
 
+#: JavaScript's ``\s``: ASCII whitespace, the Unicode spaces, the line separators and the BOM. The
+#: patterns are the original Blackbox's regular expressions, so they are compiled with ``re.ASCII``
+#: (``\b`` and ``\d`` are ASCII in JavaScript) and spell this class out.
+JS_SPACE = r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+
 #: Realistic credentials, as (marker label, pattern): long enough that a match is almost never an
-#: ordinary word. The label is what reports show instead of the matched text.
+#: ordinary word. The label is what reports show instead of the matched text (the original's labels).
 REALISTIC_CREDENTIALS: tuple[tuple[str, str], ...] = (
-    ("sk-ant-", r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("sk-proj-", r"sk-proj-[A-Za-z0-9_-]{20,}"),
+    ("sk-ant", r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("sk-proj", r"sk-proj-[A-Za-z0-9_-]{20,}"),
     ("sk-", r"\bsk-[A-Za-z0-9_-]{32,}"),
-    ("Bearer", r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+    ("bearer-token", rf"\bBearer{JS_SPACE}+[A-Za-z0-9._~+/=-]{{16,}}"),
 )
-CREDENTIAL_PATTERN = re.compile("|".join(pattern for _, pattern in REALISTIC_CREDENTIALS))
+CREDENTIAL_PATTERN = re.compile("|".join(pattern for _, pattern in REALISTIC_CREDENTIALS), re.ASCII)
 
 
 def known_secrets(secrets: Iterable[str]) -> list[str]:

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox.cli import analysis as cli_analysis
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.analysis import iso_time
 from tests import VECTORS
+
+from .conftest import CASSETTES
 
 SMALL = VECTORS / "fixtures/traces/success-final-answer.v2.json"
 TRIAGE = VECTORS / "examples/fleet-triage/cassettes/triage-incident.json"
@@ -135,7 +138,11 @@ def test_diff_command(capsys: pytest.CaptureFixture[str]) -> None:
     semantic = json.loads(capsys.readouterr().out)
     assert (semantic["comparison"], semantic["firstDivergenceIndex"]) == ("semantic", 5)
     assert main(["diff", str(parent), str(parent), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["outcome"] is None
+    same = json.loads(capsys.readouterr().out)
+    assert (same["hasDivergence"], same["summary"]) == (False, "no divergence")
+    assert same["outcome"]["verdict"] == "no behavioral change: the divergence did not alter the run outcome"
+    assert main(["diff", str(parent), str(parent)]) == 0
+    assert "Traces are identical (no divergence)" in capsys.readouterr().out.splitlines()
 
 
 def test_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,6 +159,74 @@ def test_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         f"warning: `{tmp_path / 'c-manifest.json'}` is not a v2 cassette: version field is missing",
         "2 of 3 trace(s) valid, 1 warning(s).",
     ]
+
+
+def _pytest_layout(root: Path) -> Path:
+    """Cassettes as the plugin lays them out: one folder per test module, any depth."""
+    cassettes = root / "cassettes"
+    (cassettes / "test_triage").mkdir(parents=True)
+    (cassettes / "test_demo" / "nested").mkdir(parents=True)
+    (cassettes / ".cache").mkdir()
+    shutil.copy(TRIAGE, cassettes / "test_triage" / "test_incident.json")
+    shutil.copy(SMALL, cassettes / "test_demo" / "nested" / "test_answer.json")
+    (cassettes / ".cache" / "junk.json").write_text("{", encoding="utf-8")
+    (cassettes / "test_demo" / ".test_answer.json.0123456789ab.tmp").write_text("{", encoding="utf-8")
+    (cassettes / "README.txt").write_text("not a cassette", encoding="utf-8")
+    return cassettes
+
+
+def test_list_walks_the_pytest_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", str(_pytest_layout(tmp_path))]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "test_demo/nested/test_answer.json  id=fixture-success-final-answer v=2 steps=3 status=success "
+        "created=1970-01-01",
+        "test_triage/test_incident.json  id=triage-incident v=2 steps=17 status=success created=2026-09-29",
+        "2 of 2 trace(s) valid, 0 warning(s).",
+    ]
+
+
+def test_verify_a_folder_checks_every_cassette_under_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cassettes = _pytest_layout(tmp_path)
+    assert main(["verify", str(cassettes)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Result: ✓ PASS") == 2
+    assert f"Path:   {cassettes / 'test_demo' / 'nested' / 'test_answer.json'}" in out
+    assert out.splitlines()[-1] == "2 cassette(s) checked: 2 passed, 0 failed."
+    (cassettes / "test_triage" / "broken.json").write_text('{"version": 2}', encoding="utf-8")
+    assert main(["verify", str(cassettes), "--json"]) == 1
+    reports = json.loads(capsys.readouterr().out)
+    assert [Path(report["path"]).name for report in reports] == [
+        "test_answer.json",
+        "broken.json",
+        "test_incident.json",
+    ]
+    assert [report["pass"] for report in reports] == [True, False, True]
+
+
+def test_verify_an_empty_folder_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cassettes" / "test_none").mkdir(parents=True)
+    assert main(["verify", str(tmp_path / "cassettes")]) == 1
+    assert capsys.readouterr().err == (
+        f"blackbox verify: `{tmp_path / 'cassettes'}` holds no .json file, in it or in any subfolder\n"
+    )
+
+
+def test_verify_on_several_cores_reports_as_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli_analysis, "PARALLEL_FROM_BYTES", 0)
+    for index, name in enumerate(CASSETTES * 2):
+        shutil.copy(VECTORS / name, tmp_path / f"{index:02d}.json")
+    (tmp_path / "05.json").write_text(SMALL.read_text(encoding="utf-8")[:-40], encoding="utf-8")
+    outputs = []
+    for jobs in ("1", "2"):
+        assert main(["verify", str(tmp_path), "--jobs", jobs, "--json"]) == 1
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert outputs[0] == outputs[1]
+    assert len(outputs[1]) == 2 * len(CASSETTES)
+    assert [report["pass"] for report in outputs[1]].count(False) == 1
 
 
 def test_list_defaults_to_traces(

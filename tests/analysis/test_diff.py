@@ -124,15 +124,20 @@ def test_semantic_report_names_the_comparison() -> None:
 
 
 def test_no_divergence_report() -> None:
+    """The original's verdict words: "Traces are identical", then "no behavioral change"."""
     parent = read_trace("fixtures/traces/success-tool-use.v2.json")
     child = read_trace("fixtures/traces/fork-parent.v2.json")
-    assert render_diff(diff_traces(parent, child)).splitlines() == [
+    assert render_diff(diff_traces(parent, child), diff_outcome(parent, child)).splitlines() == [
         "--- trace diff ---",
         "Parent:         fixture-success-tool-use",
         "Child:          fixture-fork-parent",
         "Shared prefix:  15 step(s)",
         "",
-        "Summary:        no divergence",
+        "Traces are identical (no divergence)",
+        "",
+        "Outcome:        no behavioral change: the divergence did not alter the run outcome",
+        "  parent tools:  search → calendar → booking",
+        "  child tools:   search → calendar → booking",
     ]
 
 
@@ -153,11 +158,19 @@ def test_strict_prefixes() -> None:
     assert parent_ended.summary == "parent ended before child at index 6"
     assert parent_ended.is_parent_strict_prefix_of_child
     lines = render_diff(parent_ended, diff_outcome(short, full)).splitlines()
-    assert lines[7:9] == [
-        "  parent  (no step)",
+    assert lines[7:11] == [
+        "  parent  <no step>",
         "  child   tool call       defbd702  Tool called: calendar",
+        "  (parent is a strict prefix of child)",
+        "",
     ]
     assert "Outcome:        outcome flipped: parent incomplete → child success" in lines
+    lines = render_diff(child_ended, diff_outcome(full, short)).splitlines()
+    assert lines[7:10] == [
+        "  parent  tool call       defbd702  Tool called: calendar",
+        "  child   <no step>",
+        "  (child is a strict prefix of parent)",
+    ]
 
 
 def test_type_mismatch_summary() -> None:

@@ -46,9 +46,12 @@ def test_vectors_hold_no_marker_and_no_forbidden_substring(
         ({"stop_sequence": None, "system_fingerprint": "fp_1"}, ["stop_sequence", "system_fingerprint"]),
         ({"ANTHROPIC_API_KEY": "x"}, ["ANTHROPIC_API_KEY"]),
         ({"description": "needs OPENAI_API_KEY"}, ["OPENAI_API_KEY"]),
-        ({"description": "sk-ant"}, ["sk-ant-"]),  # structure: even a short prefix counts
-        ({"model": "sk-proj-abc"}, ["sk-proj-"]),
-        ({"header": "Bearer abcdefghijklmnopq"}, ["Bearer"]),
+        ({"description": "sk-ant"}, ["sk-ant"]),  # structure: even a short prefix counts
+        ({"model": "sk-proj-abc"}, ["sk-proj"]),
+        ({"header": "Bearer abcdefghijklmnopq"}, ["bearer-token"]),
+        ({"header": "Bearer\u00a0abcdefghijklmnopq"}, ["bearer-token"]),  # JavaScript's \s
+        ({"model": "sk-" + "k" * 20}, ["sk-"]),
+        ({"toolCallId": "toolu_\u0663"}, []),  # \d is ASCII in JavaScript
         ({"toolu_01x": 1}, ["toolu_"]),  # keys are structure too
     ],
 )
@@ -62,11 +65,28 @@ def test_structural_positions(value: Any, markers: list[str]) -> None:
 def test_user_data_only_flags_realistic_credentials(key: str) -> None:
     harmless = {key: {"usage": 42, "source": f"const id = '{TOOLU_ID}'; // ANTHROPIC_API_KEY", "k": "sk-ant"}}
     assert find_markers(harmless) == []
-    assert find_markers({key: {"nested": [f"leaked {ANT_KEY}"]}}) == ["sk-ant-"]
-    assert find_markers({key: "sk-proj-" + "q" * 20}) == ["sk-proj-"]
+    assert find_markers({key: {"nested": [f"leaked {ANT_KEY}"]}}) == ["sk-ant", "sk-"]
+    assert find_markers({key: "sk-proj-" + "q" * 20}) == ["sk-proj"]
     assert find_markers({key: "sk-" + "q" * 32}) == ["sk-"]
     assert find_markers({key: "sk-" + "q" * 31}) == []
-    assert find_markers({key: "Authorization: Bearer " + "t" * 16}) == ["Bearer"]
+    assert find_markers({key: "Authorization: Bearer " + "t" * 16}) == ["bearer-token"]
+
+
+def test_a_realistic_anthropic_key_is_also_a_long_generic_key() -> None:
+    """Each rule is tested on its own, as in the original: the key matches ``sk-ant`` and ``sk-``."""
+    assert find_markers({"note": ANT_KEY}) == ["sk-ant", "sk-"]
+    assert find_markers({"result": "sk-" + "g" * 40}) == ["sk-"]
+
+
+def test_labels_come_in_the_originals_order() -> None:
+    """Document order (a key, then its value, then the next key), and rule order inside one string."""
+    assert find_markers({"note": TOOLU_ID, "usage": {}}) == ["toolu_", "usage"]
+    assert find_markers({"usage": {"id": TOOLU_ID}}) == ["usage", "toolu_"]
+    assert find_markers({"header": "Bearer abcdefghijklmnopq for msg_01 toolu_01"}) == [
+        "toolu_",
+        "msg_",
+        "bearer-token",
+    ]
 
 
 def test_literal_api_key_is_flagged_anywhere_as_a_label() -> None:
@@ -107,7 +127,7 @@ def test_fast_and_slow_paths_agree(with_text: bool) -> None:
     trace["steps"][2]["payload"]["toolCallId"] = TOOLU_ID
     trace = rechain(trace)
     text = dumps_trace(trace) if with_text else None
-    assert scan_trace(trace, text=text).markers == ["toolu_", "sk-ant-"]
+    assert scan_trace(trace, text=text).markers == ["toolu_", "sk-ant", "sk-"]
     assert scan_trace(trace, text=text).step_index == 2
 
 
@@ -122,7 +142,7 @@ def test_unicode_escapes_cannot_hide_a_marker(write_trace: Callable[[Trace, str]
     assert report.first_failure is not None
     assert (report.first_failure.name, report.first_failure.detail) == (
         "provider_neutrality",
-        "markers: sk-ant-",
+        "markers: sk-ant, sk-",
     )
     assert report.first_failure.step_index == 3
 
@@ -163,7 +183,7 @@ def test_verify_flags_a_key_in_a_tool_result_without_echoing_it() -> None:
     report = verify_trace(_planted(trace, 3, payload))
     assert not report.ok
     assert report.first_failure is not None
-    assert report.first_failure.detail == "markers: sk-ant-"
+    assert report.first_failure.detail == "markers: sk-ant, sk-"
     assert ANT_KEY not in json.dumps(report.to_json())
     assert "Zq7_" not in json.dumps(report.to_json())
 
@@ -178,3 +198,20 @@ def test_escaped_slash_cannot_hide_a_known_key(write_trace: Callable[[Trace, str
     report = verify_trace(path, api_keys=[key])
     assert report.first_failure is not None
     assert report.first_failure.detail == "markers: <api-key-value>"
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["trace", "file"])
+def test_members_outside_the_hash_are_checked_too(
+    as_file: bool, write_trace: Callable[[Trace, str], Path]
+) -> None:
+    """A step's id and hash are not hashed, so the hashed text alone cannot clear them."""
+    key = "plain-key-value-123"
+    trace = rechain(_error_trace())
+    trace["steps"][1]["id"] = "run:" + TOOLU_ID
+    trace["steps"][3]["id"] = f"run:{key}"
+    report = verify_trace(write_trace(trace, "ids.json") if as_file else trace, api_keys=[key])
+    assert report.first_failure is not None
+    assert (report.first_failure.detail, report.first_failure.step_index) == (
+        "markers: toolu_, <api-key-value>",
+        1,
+    )

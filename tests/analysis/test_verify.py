@@ -6,6 +6,7 @@ import copy
 import json
 import random
 import re
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,12 @@ import pytest
 
 from pytest_blackbox.analysis.verify import ACTIONS, render_verify_report, verify_trace
 from pytest_blackbox.cli import main
+from pytest_blackbox.trace import stream
 from pytest_blackbox.trace.canonical import canonical_json
+from pytest_blackbox.trace.errors import CassetteError
+from pytest_blackbox.trace.io import load_trace
 from pytest_blackbox.trace.model import Trace
+from pytest_blackbox.trace.recorder import TraceRecorder
 from tests import VECTORS
 
 from .conftest import CASSETTES, read_trace, rechain
@@ -374,3 +379,134 @@ def test_cli_api_key_env_option(
         "blackbox verify: --api-key-env UNSET_VARIABLE_X: "
         "the environment variable UNSET_VARIABLE_X is not set"
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# Provider keys are reported under provider_neutrality, as the original reports them
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["trace", "file"])
+def test_a_provider_key_in_a_payload_is_a_neutrality_failure(
+    as_file: bool, write_trace: Callable[[Trace, str], Path]
+) -> None:
+    trace = read_trace(SMALL)
+    trace["steps"][1]["payload"]["stop_reason"] = "end_turn"
+    trace["steps"][1]["payload"]["usage"] = {"input_tokens": 3}
+    trace = rechain(trace)
+    report = verify_trace(write_trace(trace, "leak.json") if as_file else trace)
+    assert _rows(report) == [
+        ("schema_version", "pass", "version 2"),
+        ("hash_chain", "pass", "3 step(s), chain intact"),
+        ("provider_neutrality", "fail", "markers: stop_reason, usage"),
+        ("replayability", "skip", "skipped"),
+    ]
+    assert report.first_failure is not None and report.first_failure.step_index == 1
+
+
+def test_provider_keys_in_a_step_or_at_the_top_level_are_named_too() -> None:
+    trace = rechain(read_trace(SMALL))
+    trace["steps"][2]["finish_reason"] = "stop"  # beside the hashed fields: the chain holds
+    trace["system_fingerprint"] = "fp_1"  # type: ignore[typeddict-unknown-key]
+    report = verify_trace(trace)
+    assert report.first_failure is not None
+    assert (report.first_failure.name, report.first_failure.detail) == (
+        "provider_neutrality",
+        "markers: finish_reason, system_fingerprint",
+    )
+    assert report.first_failure.step_index == 2
+
+
+def test_a_provider_key_beside_another_schema_error_is_still_a_schema_failure() -> None:
+    trace = read_trace(SMALL)
+    trace["steps"][1]["payload"]["stop_reason"] = "end_turn"
+    trace["steps"][1]["payload"]["type"] = "tool_call"  # no toolCallId, toolName or toolInput
+    report = verify_trace(rechain(trace))
+    assert report.first_failure is not None
+    assert (report.first_failure.name, report.first_failure.step_index) == ("schema_version", 1)
+
+
+def test_provider_keys_in_user_data_are_neither_schema_nor_neutrality_failures() -> None:
+    trace = read_trace("fixtures/traces/error-unknown-tool.v2.json")
+    trace["steps"][2]["payload"]["toolInput"] = {"usage": 1, "stop_reason": "x"}
+    assert verify_trace(rechain(trace)).ok
+
+
+# --------------------------------------------------------------------------------------------
+# Files are read one step at a time, with the strict reader's rules and messages
+
+
+def _cut_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read files 5 bytes at a time, so every token is cut by a refill somewhere."""
+    monkeypatch.setattr(stream, "CHUNK", 5)
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda t: t.replace('"role": "user"', '"role": "user", "role": "user"', 1), "duplicate object key"),
+        (lambda t: t.replace('"timestamp": 0', '"timestamp": NaN', 1), "NaN or Infinity"),
+        (lambda t: t.replace('"timestamp": 0', '"timestamp": 1e999', 1), "too large for a double"),
+        (lambda t: t.replace('"timestamp": 0', '"timestamp": 9007199254740993', 1), r"beyond 2\*\*53"),
+        (lambda t: t[: len(t) // 2], "Unterminated string|Expecting"),
+        (lambda t: t + "{}", "Extra data"),
+    ],
+)
+def test_a_strict_reading_problem_anywhere_names_its_line_and_column(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, edit: Callable[[str], str], problem: str
+) -> None:
+    text = (VECTORS / SMALL).read_text(encoding="utf-8")
+    path = tmp_path / "bad.json"
+    path.write_text(edit(text), encoding="utf-8")
+    _cut_small(monkeypatch)
+    failure = verify_trace(path).first_failure
+    assert failure is not None and failure.name == "schema_version"
+    assert re.search(problem, failure.detail)
+    assert re.search(r" at line \d+, column \d+", failure.detail)
+    with pytest.raises(CassetteError) as raised:
+        load_trace(path)
+    assert failure.detail == str(raised.value)
+
+
+def test_bytes_that_are_not_utf8_are_named_by_offset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    data = (VECTORS / SMALL).read_bytes()
+    path = tmp_path / "latin1.json"
+    path.write_bytes(data.replace(b"Paris", b"Par\xefs", 1))
+    _cut_small(monkeypatch)
+    failure = verify_trace(path).first_failure
+    assert failure is not None
+    assert failure.detail == f"`{path}` is not UTF-8 text (invalid byte at offset {data.index(b'Paris') + 3})"
+
+
+def test_escapes_numbers_and_member_order_survive_every_cut(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[[Trace, str], Path]
+) -> None:
+    trace = read_trace(SMALL)
+    trace["steps"][1]["payload"]["text"] = 'lone \ud800 pair \U0001f600 °C \\ " \u2028'
+    trace["steps"][0]["payload"]["params"] = {"n": [2**64, 1e-7, 1e21, 0.1, -0.0, 123456789012345, 2.5]}
+    trace = rechain(trace)
+    path = write_trace(trace, "tricky.json")
+    reordered = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({"steps": reordered.pop("steps"), **reordered}), encoding="utf-8")
+    _cut_small(monkeypatch)
+    report = verify_trace(path, keep_trace=True)
+    assert report.ok, report.to_json()
+    assert canonical_json(report.trace) == canonical_json(trace)
+
+
+def test_verifying_a_file_holds_one_step_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[[Trace, str], Path]
+) -> None:
+    monkeypatch.setattr(stream, "CHUNK", 1 << 16)
+    recorder = TraceRecorder("big", 0)
+    for index in range(400):
+        recorder.append("metadata", {"event": "note", "detail": f"{index:05d} " + "x" * 10_000}, index)
+    path = write_trace(recorder.trace(), "big.json")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        report = verify_trace(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.ok
+    assert peak < size / 8, f"verify held {peak / size:.2f}x the file size"

@@ -113,6 +113,22 @@ def test_a_tool_round_divergence_goes_live_inside_the_round(
     assert diff_json(old, new, capsys)["firstDivergenceIndex"] == 6
 
 
+def test_new_episodes_write_array_index_keys_first(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    flavor = ("anthropic", False)
+    old = tmp_path / "old.json"
+    record(fake_provider, flavor, old, DEFAULT_TURNS)
+    script(fake_provider, "anthropic", DEFAULT_TURNS[2:])
+    box = ToolBox({**WEATHER, "Roma": {"city": "Roma", "10": 1, "2": 0}})
+    new, run = go_live(
+        fake_provider, flavor, old, tmp_path, box=box, retarget={"get_weather": {"Rome": "Roma"}}
+    )
+    assert run.session.went_live_at == 6
+    steps = json.loads(new.read_text(encoding="utf-8"))["steps"]
+    assert steps[7]["type"] == "tool_result"
+    assert list(steps[7]["payload"]["result"]) == ["2", "10", "city"]
+    assert verify_trace(new).ok
+
+
 def test_a_later_tool_of_a_round_keeps_the_answered_ones(fake_provider: FakeProvider, tmp_path: Path) -> None:
     """get_weather(Rome) was answered from the cassette before get_time diverged: its steps are kept."""
     flavor = ("anthropic", False)

@@ -19,7 +19,7 @@ from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 from .conftest import Run, run_agent
-from .travel_agent import FINAL, Agent, ToolBox, script, tool_specs
+from .travel_agent import FINAL, WEATHER, Agent, ToolBox, script, tool_specs
 
 STEP_TYPES = [
     "model_input",
@@ -62,6 +62,20 @@ def test_record_writes_a_verifying_cassette(recorded: tuple[Path, Run, str]) -> 
     assert [s["payload"]["toolCallId"] for s in trace["steps"][6:10]] == ["call-1"] * 2 + ["call-2"] * 2
     assert trace["steps"][-1]["payload"] == {"event": "run_completed", "status": "success", "result": FINAL}
     assert run.session.report is not None and run.session.report.steps == 13
+
+
+def test_a_recording_writes_array_index_keys_first(
+    fake_provider: FakeProvider, flavor: tuple[str, bool], tmp_path: Path
+) -> None:
+    """JavaScript enumerates keys like "2" and "10" first, ascending: the file holds them that way."""
+    script(fake_provider, flavor[0])
+    box = ToolBox({**WEATHER, "Paris": {"team": "A", "2": 0, "10": 1}})
+    path = tmp_path / "order.json"
+    run_agent(flavor, fake_provider.base_url, box=box, session_options={"mode": "record", "out": path})
+    steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+    assert steps[3]["type"] == "tool_result"
+    assert list(steps[3]["payload"]["result"]) == ["2", "10", "team"]
+    assert verify_trace(path).ok
 
 
 def test_replay_offline_gives_the_same_answer_and_runs_nothing(

@@ -57,6 +57,13 @@ def test_reproduces_the_fork_child_fixture(
     assert result.prefix_length == 3
 
 
+def test_the_demo_fork_writes_array_index_keys_first(fork_parent: Any) -> None:
+    mutation = {"results": [], "10": "b", "2": "a"}
+    result = fork_run(fork_parent, 4, "child", tool_result_mutations={3: mutation}, clock=pinned)
+    child = json.loads(dumps_trace(result.child_trace))
+    assert list(child["steps"][3]["payload"]["result"]) == ["2", "10", "results"]
+
+
 def test_lineage_and_divergence(fork_parent: Any) -> None:
     child = _fixture_fork(fork_parent).child_trace
     assert [s["hash"] for s in child["steps"][:3]] == [s["hash"] for s in fork_parent["steps"][:3]]

@@ -75,6 +75,30 @@ def test_chat_json_numbers_are_normalized_like_javascript() -> None:
     assert type(trace["steps"][2]["payload"]["toolInput"]["a"]) is int
 
 
+def test_imports_write_array_index_keys_first() -> None:
+    chat = import_chat_json(
+        _chat(_call(arguments='{"b": 1, "2": 0}'), _answer(content='{"x": 1, "10": 2}')), trace_id="t"
+    )
+    claude = import_claude_code(
+        _session(
+            _line("user", 0, "Go."),
+            _line(
+                "assistant",
+                1,
+                [{"type": "tool_use", "id": "u1", "name": "Read", "input": {"b": 1, "2": 0}}],
+                "m1",
+            ),
+            _line("user", 2, [_result("u1", '{"x": 1, "10": 2}')]),
+            _line("assistant", 3, [{"type": "text", "text": "Done."}], "m2"),
+        ),
+        trace_id="t",
+    )
+    for trace in (chat, claude):
+        steps = json.loads(dumps_trace(trace))["steps"]
+        assert list(steps[2]["payload"]["toolInput"]) == ["2", "b"]
+        assert list(steps[3]["payload"]["result"]) == ["10", "x"]
+
+
 def _two_calls() -> dict[str, Any]:
     message = _call()
     message["tool_calls"].append({"id": "c2", "function": {"name": "lookup", "arguments": "{}"}})
@@ -281,6 +305,32 @@ def test_claude_code_blocks_and_results() -> None:
     assert steps[9]["payload"] == {"type": "final_answer", "text": "A\n\nB"}
     assert steps[10]["payload"]["result"] == "A\n\nB"
     assert MARKER not in json.dumps(steps[1]["payload"]["calls"][0]["toolCallId"])
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ('{"err": 1}', '{"err":1}'),  # JSON text is parsed and written back compactly, as the original does
+        ('{"b": 2, "10": 1, "2": [1.0, 1e2]}', '{"2":[1,100],"10":1,"b":2}'),
+        ('"quoted"', "quoted"),
+        ("null", "null"),
+        ("Exit code 1: not JSON", "Exit code 1: not JSON"),
+        ([{"type": "text", "text": "line"}, {"type": "image"}], "line\n[image omitted]"),
+    ],
+)
+def test_claude_code_error_results_read_their_content_like_the_original(content: Any, error: str) -> None:
+    trace = import_claude_code(
+        _session(
+            _line("user", 0, "Go."),
+            _line("assistant", 1, [_use("u1")], "m1"),
+            _line("user", 2, [_result("u1", content, is_error=True)]),
+            _line("assistant", 3, [{"type": "text", "text": "Stopped."}], "m2"),
+        ),
+        trace_id="t",
+    )
+    assert trace["steps"][3]["payload"] == {"toolCallId": "call-0", "toolName": "Read", "error": error}
+    answer = trace["steps"][4]["payload"]["messages"][-1]["content"][0]
+    assert answer == {"type": "tool_result", "toolCallId": "call-0", "toolName": "Read", "error": error}
 
 
 def test_claude_code_sidechain_lines_are_skipped_in_a_main_session() -> None:

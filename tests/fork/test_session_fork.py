@@ -233,6 +233,21 @@ def test_fork_at_a_tool_result_continued_with_a_script(
     assert verify_trace(tmp_path / "child.json").ok
 
 
+def test_a_fork_writes_array_index_keys_first(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    flavor = ("anthropic", False)
+    parent_path = tmp_path / "run.json"
+    record_travel(fake_provider, flavor, parent_path)
+    replacement = {"sky": "heatwave", "2024": "record", "2": 0}
+    bb = fork_session(
+        tmp_path, parent_path, 7, replacement, script=[{"type": "final_answer", "text": HEAT_ANSWER}]
+    )
+    answer, _ = run_travel(bb, flavor, fake_provider)
+    bb.finish(result=answer)
+    child = read_json(tmp_path / "child.json")
+    assert list(child["steps"][7]["payload"]["result"]) == ["2", "2024", "sky"]
+    assert verify_trace(tmp_path / "child.json").ok
+
+
 def test_a_sibling_recorded_before_the_fork_point_is_served_from_the_cassette(
     tmp_path: Path, fake_provider: FakeProvider, flavor: tuple[str, bool]
 ) -> None:

@@ -1,21 +1,27 @@
 """``verify_trace`` never raises: whatever it is given, it returns a well-formed four-row report.
 
 Its verdict must also agree with the reader: a file ``load_trace`` refuses for its JSON, version or
-schema fails ``schema_version``; one it refuses for the chain fails ``hash_chain`` at the same step;
-one it accepts passes both.
+schema fails ``schema_version`` (unless the schema only refused provider keys, which fail
+``provider_neutrality`` by name); one it refuses for the chain fails ``hash_chain`` at the same step;
+one it accepts passes both. A file read step by step gets the report of the same file read whole.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from pytest_blackbox.analysis import verify as verify_module
+from pytest_blackbox.analysis.neutrality import FORBIDDEN_KEYS
 from pytest_blackbox.analysis.verify import INVARIANTS, VerifyReport, render_verify_report, verify_trace
-from pytest_blackbox.trace.errors import HashChainError
+from pytest_blackbox.trace import stream
+from pytest_blackbox.trace.errors import CassetteSchemaError, HashChainError
 from pytest_blackbox.trace.io import load_trace
 
 from .conftest import (
@@ -100,6 +106,11 @@ def _agrees_with_reader(report: VerifyReport, path: Any) -> None:
         assert rows["schema_version"].status == "pass"
         assert rows["hash_chain"].status == "fail"
         assert rows["hash_chain"].step_index == loaded.step_index
+    elif isinstance(loaded, CassetteSchemaError) and rows["schema_version"].status == "pass":
+        # A provider key the schema has no room for is reported by name, under the invariant for it.
+        failure = report.first_failure
+        assert failure is not None and failure.name == "provider_neutrality", loaded
+        assert any(f" {key}" in failure.detail for key in FORBIDDEN_KEYS), failure.detail
     elif isinstance(loaded, BaseException):
         assert rows["schema_version"].status == "fail", loaded
     else:
@@ -118,6 +129,44 @@ def test_mutated_files_agree_with_the_reader(scratch: Scratch, name: str, data: 
     report = verify(str(path), (MARKER,))
     assert report.path == str(path)
     _agrees_with_reader(report, path)
+
+
+def _never_streamed(path: str) -> Iterator[Any]:
+    raise stream.NotStreamable("read whole")
+    yield  # a generator, like the reader it stands in for
+
+
+@fuzz_settings(250)
+@given(st.sampled_from(cassette_names()), st.data(), st.integers(1, 80))
+def test_a_file_read_step_by_step_gets_the_report_of_the_whole_file(
+    scratch: Scratch, name: str, data: st.DataObject, chunk: int
+) -> None:
+    """Same rows, details, steps and trace whether read in pieces of ``chunk`` bytes or whole.
+
+    Pieces this small cut every token, string and escape somewhere, so the reader's refills are
+    exercised everywhere; the whole read is the reference, as it was the only reader before.
+    """
+    document = json.loads(planted_cassette(name))
+    raw = planted_cassette(name).encode("utf-8")
+    mutation = data.draw(st.sampled_from(["none", "bytes", "text", "structure", "member order"]))
+    if mutation == "bytes":
+        raw = data.draw(mutated_bytes(raw))
+    elif mutation == "text":
+        raw = data.draw(mutated_text(planted_cassette(name))).encode("utf-8", "surrogatepass")
+    elif mutation == "structure":
+        raw = json.dumps(data.draw(structural_mutant(document)), ensure_ascii=False).encode("utf-8")
+    elif mutation == "member order":
+        keys = data.draw(st.permutations(list(document)))
+        raw = json.dumps({key: document[key] for key in keys}, indent=1).encode("utf-8")
+    path = scratch.write(raw)
+    with mock.patch.object(stream, "CHUNK", chunk):
+        streamed = verify(str(path), (MARKER,))
+        kept = verify_trace(str(path), api_keys=(MARKER,), keep_trace=True)
+    with mock.patch.object(verify_module, "stream_cassette", _never_streamed):
+        whole = verify_trace(str(path), api_keys=(MARKER,), keep_trace=True)
+    assert streamed.to_json() == whole.to_json()
+    assert streamed.trace is None
+    assert kept.to_json() == whole.to_json() and kept.trace == whole.trace
 
 
 @fuzz_settings(100)

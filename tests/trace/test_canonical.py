@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_blackbox.trace.canonical import canonical_json, js_number, pretty_json
+from pytest_blackbox.trace.canonical import (
+    canonical_json,
+    is_array_index,
+    js_keys,
+    js_number,
+    js_stringify,
+    json_pieces,
+    pretty_json,
+)
 from pytest_blackbox.trace.errors import CanonicalJSONError
 from pytest_blackbox.trace.io import parse_json
 
@@ -98,6 +107,15 @@ def ref_string(text: str) -> str:
     return "".join(out)
 
 
+def ref_keys(value: dict[str, Any]) -> list[str]:
+    """``OrdinaryOwnPropertyKeys``: indexes (canonical numbers below 2**32 - 1) ascending, then the rest."""
+
+    def is_index(key: str) -> bool:
+        return re.fullmatch(r"0|[1-9][0-9]*", key) is not None and int(key) < 2**32 - 1
+
+    return sorted((k for k in value if is_index(k)), key=int) + [k for k in value if not is_index(k)]
+
+
 def ref_json(value: Any, *, gap: str = "", indent: str = "", sort: bool = True) -> str:
     if value is None:
         return "null"
@@ -111,7 +129,7 @@ def ref_json(value: Any, *, gap: str = "", indent: str = "", sort: bool = True) 
         return ref_number(value)
     inner = indent + gap
     if isinstance(value, dict):
-        keys = sorted(value, key=code_units) if sort else list(value)
+        keys = sorted(value, key=code_units) if sort else ref_keys(value)
         colon = ": " if gap else ":"
         members = [ref_string(k) + colon + ref_json(value[k], gap=gap, indent=inner, sort=sort) for k in keys]
         return _wrap("{", "}", members, gap, indent, inner)
@@ -158,13 +176,18 @@ tricky_text = st.text(
     st.sampled_from(["a", "\x00", "\x1f", '"', "\\", "\u2028", "\ud800", "\udfff", "\ud83d", "\ude00", "é"]),
     max_size=8,
 )
-key_text = st.text(
-    st.one_of(
-        st.characters(min_codepoint=0x20, max_codepoint=0x7E),
-        st.characters(min_codepoint=0xE000, max_codepoint=0xFFFF),
-        st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+key_text = st.one_of(
+    st.text(
+        st.one_of(
+            st.characters(min_codepoint=0x20, max_codepoint=0x7E),
+            st.characters(min_codepoint=0xE000, max_codepoint=0xFFFF),
+            st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+        ),
+        max_size=4,
     ),
-    max_size=4,
+    # JavaScript enumerates array-index keys first; these are indexes and near misses.
+    st.integers(0, 2**33).map(str),
+    st.sampled_from(["0", "00", "01", "-1", "1.5", "1e3", "4294967294", "4294967295", "\u0661", " 1"]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, any_text, tricky_text)
 json_values = st.recursive(
@@ -189,6 +212,13 @@ def test_canonical_json_matches_the_reference(value: Any) -> None:
 @given(json_values)
 def test_pretty_json_matches_the_reference(value: Any) -> None:
     assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_js_stringify_matches_the_reference(value: Any) -> None:
+    assert js_stringify(value) == ref_json(value, sort=False)
+    assert "".join(json_pieces(value)) == ref_json(value, sort=False)
 
 
 @settings(max_examples=500, deadline=None)
@@ -300,3 +330,57 @@ def test_numbers_are_hashed_by_value_however_spelled(spelling: str) -> None:
 def test_negative_zero_is_zero() -> None:
     parsed = parse_json('{"a":-0.0,"b":-0,"c":-0E5}')
     assert canonical_json(parsed) == '{"a":0,"b":0,"c":0}'
+
+
+# ----------------------------------------------------------------------------------------------
+# Key order: JavaScript enumerates array-index keys first, ascending, in every object
+
+
+@pytest.mark.parametrize(
+    ("key", "is_index"),
+    [
+        ("0", True),
+        ("2", True),
+        ("10", True),
+        ("2024", True),
+        ("4294967294", True),  # 2**32 - 2, the largest index
+        ("4294967295", False),
+        ("99999999999", False),
+        ("01", False),
+        ("00", False),
+        ("-1", False),
+        ("1.5", False),
+        ("1e3", False),
+        (" 1", False),
+        ("", False),
+        ("\u0661", False),  # a digit to str.isdigit, not to JavaScript
+        ("team", False),
+    ],
+)
+def test_array_index_keys_are_canonical_numbers_below_two_to_the_32(key: str, is_index: bool) -> None:
+    assert is_array_index(key) is is_index
+
+
+def test_every_writer_puts_array_index_keys_first_as_javascript_does() -> None:
+    value = {"team": "A", "2": 0, "10": 1, "01": 2, "nested": [{"b": 1, "4294967294": 2, "0": 3}]}
+    assert js_keys(value) == ["2", "10", "team", "01", "nested"]
+    compact = '{"2":0,"10":1,"team":"A","01":2,"nested":[{"0":3,"4294967294":2,"b":1}]}'
+    assert js_stringify(value) == compact
+    assert "".join(json_pieces(value)) == compact
+    assert pretty_json({"team": "A", "2": 0, "10": 1}) == '{\n  "2": 0,\n  "10": 1,\n  "team": "A"\n}'
+    # The hash form sorts every key by UTF-16 code units instead: "10" < "2" < "team".
+    assert canonical_json({"team": "A", "2": 0, "10": 1}) == '{"10":1,"2":0,"team":"A"}'
+
+
+def test_index_keys_inside_string_values_are_left_alone() -> None:
+    value = {"text": '{"b":1,"2":0}', "a": 1}
+    assert js_stringify(value) == '{"text":"{\\"b\\":1,\\"2\\":0}","a":1}'
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 2**53 + 1])
+def test_one_rule_for_numbers_without_a_javascript_text(value: float) -> None:
+    """Every writer refuses them; only a display shows them, as Python writes them."""
+    for writer in (canonical_json, js_stringify, pretty_json):
+        with pytest.raises(CanonicalJSONError):
+            writer({"n": value})
+    assert "".join(json_pieces({"n": value, "s": {1, 2}})) == f'{{"n":{value},"s":"{{1, 2}}"}}'
