@@ -8,7 +8,7 @@ answer with the values the incident recorded. ``open_work_order`` derives its id
 (``WO-`` and the first six hex digits of the SHA-256 of the input's compact JSON), which reproduces
 both recorded work orders.
 
-As a program (``python triage_agent.py``) it runs under ``blackbox()`` configured by the
+As a program (``python triage.py``) it runs under ``blackbox()`` configured by the
 ``BLACKBOX_*`` variables, as the ``blackbox fork`` launcher sets them.
 """
 
