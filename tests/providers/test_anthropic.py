@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import anthropic as anthropic_sdk
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds, anthropic
@@ -713,50 +710,3 @@ def test_is_stream_request() -> None:
     assert anthropic.is_stream_request({"stream": False}) is False
     assert anthropic.is_stream_request({}) is False
     assert anthropic.is_stream_request([]) is False
-
-
-# -- round trip --------------------------------------------------------------------------------
-
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53), 2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=8,
-)
-tool_inputs = st.dictionaries(st.text(), json_values, max_size=4)
-
-
-@st.composite
-def neutral_outputs(draw: st.DrawFn, tool_input: st.SearchStrategy[Any]) -> dict[str, Any]:
-    if draw(st.booleans()):
-        stop = draw(st.sampled_from([None, "length", "refusal"]))
-        output: dict[str, Any] = {"type": "final_answer", "text": draw(st.text())}
-    else:
-        names = draw(st.lists(st.text(min_size=1), min_size=1, max_size=3))
-        calls = [
-            {"toolCallId": f"call-{index}", "toolName": name, "toolInput": draw(tool_input)}
-            for index, name in enumerate(names)
-        ]
-        output = {"type": "tool_calls", "calls": calls}
-        if draw(st.booleans()):
-            output["text"] = draw(st.text(min_size=1))
-        stop = draw(st.sampled_from([None, "length"]))
-    if stop is not None:
-        output["stop"] = stop
-    return output
-
-
-@given(neutral_outputs(tool_inputs), st.integers(0, 1000), st.integers(0, 2**41))
-def test_a_synthesized_response_normalizes_back_to_the_recorded_output(
-    output: dict[str, Any], index: int, timestamp: int
-) -> None:
-    body = anthropic.synthesize_response(output, output_index=index, model="m", timestamp=timestamp)
-    wire = json.loads(json.dumps(body))
-    assert anthropic.normalize_response(wire, CallIds()) == output
-    assert pretty_json(anthropic.normalize_response(wire, CallIds())) == pretty_json(output)

@@ -7,8 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
 from pytest_blackbox.errors import BlackboxUnsupportedError
@@ -801,68 +799,6 @@ def test_is_stream_request() -> None:
         openai_chat.is_stream_request({"stream": False, "stream_options": {"include_usage": True}}) is False
     )
     assert openai_chat.is_stream_request(None) is False
-
-
-# -- round trip --------------------------------------------------------------------------------
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53), 2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=8,
-)
-# What normalization can produce: parsed JSON other than a string, raw text that does not parse,
-# or the raw encoded text of a JSON string.
-tool_inputs = (
-    json_values.filter(lambda value: not isinstance(value, str))
-    | st.text().filter(lambda text: not _parses(text))
-    | st.text().map(json.dumps)
-)
-
-
-@st.composite
-def neutral_outputs(draw: st.DrawFn) -> dict[str, Any]:
-    if draw(st.booleans()):
-        stop = draw(st.sampled_from([None, "length", "refusal"]))
-        output: dict[str, Any] = {"type": "final_answer", "text": draw(st.text())}
-    else:
-        names = draw(st.lists(st.text(min_size=1), min_size=1, max_size=3))
-        calls = [
-            {"toolCallId": f"call-{index}", "toolName": name, "toolInput": draw(tool_inputs)}
-            for index, name in enumerate(names)
-        ]
-        output = {"type": "tool_calls", "calls": calls}
-        if draw(st.booleans()):
-            output["text"] = draw(st.text(min_size=1))
-        stop = draw(st.sampled_from([None, "length"]))
-    if stop is not None:
-        output["stop"] = stop
-    return output
-
-
-@given(neutral_outputs(), st.integers(0, 1000), st.integers(0, 2**41) | st.floats(0, 2**41))
-def test_a_synthesized_response_normalizes_back_to_the_recorded_output(
-    output: dict[str, Any], index: int, timestamp: float
-) -> None:
-    body = openai_chat.synthesize_response(output, output_index=index, model="gpt-5", timestamp=timestamp)
-    wire = json.loads(json.dumps(body))
-    assert openai_chat.normalize_response(wire, CallIds()) == output
-    assert pretty_json(openai_chat.normalize_response(wire, CallIds())) == pretty_json(output)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pytest_blackbox.providers import CallIds, openai_responses
 from pytest_blackbox.providers.sse import encode_event, parse_events
 from pytest_blackbox.trace.canonical import pretty_json
 
-from .test_openai_chat import neutral_outputs
+from .outputs import argument_inputs, neutral_outputs
 
 WEATHER_TOOL = {
     "type": "function",
@@ -636,16 +636,6 @@ def test_a_refusal_and_a_length_stop() -> None:
     )
 
 
-@given(neutral_outputs(), st.integers(0, 1000), st.integers(0, 2**41))
-def test_a_synthesized_response_normalizes_back_to_the_recorded_output(
-    output: dict[str, Any], index: int, timestamp: int
-) -> None:
-    body = openai_responses.synthesize_response(output, output_index=index, model="m", timestamp=timestamp)
-    wire = json.loads(json.dumps(body))
-    assert openai_responses.normalize_response(wire, CallIds()) == output
-    assert pretty_json(openai_responses.normalize_response(wire, CallIds())) == pretty_json(output)
-
-
 def test_error_body_and_stream_flag_and_name() -> None:
     assert openai_responses.error_body("boom") == {
         "error": {
@@ -731,7 +721,7 @@ def test_a_length_stop_streams_to_response_incomplete() -> None:
     assert events[-1][1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
 
 
-@given(neutral_outputs(), st.integers(0, 1000))
+@given(neutral_outputs(argument_inputs), st.integers(0, 1000))
 def test_a_stream_collects_back_to_the_recorded_output(output: dict[str, Any], index: int) -> None:
     events = openai_responses.synthesize_stream(output, output_index=index, model="m", timestamp=0)
     collected = openai_responses.collect_stream(b"".join(events))
