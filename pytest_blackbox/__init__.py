@@ -1,8 +1,8 @@
-"""pytest-blackbox: record AI-agent tests once, replay them offline from Blackbox v2 cassettes.
+"""pytest-blackbox's public API: the session, cassette I/O, verification, forks and the errors.
 
-The errors are imported eagerly (they are tiny); everything else is loaded on first use, because
-pytest imports this package at start-up for every project that has the plugin installed, and the
-session pulls in respx, httpx and the providers.
+Only the errors are imported eagerly; every other name loads its module on first use, because pytest
+imports this package in every project that has the plugin installed (``tests/plugin/test_startup.py``
+holds it to that). See docs/index.md.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from .errors import (
     BlackboxUnsupportedError,
     BlackboxUsageError,
     CassetteError,
+    RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
 )
@@ -21,9 +22,8 @@ from .errors import (
 if TYPE_CHECKING:
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
-    from .engine.replay import RecordedToolError
     from .engine.session import RunReport, Session, blackbox
-    from .trace.io import load_trace, save_trace
+    from .trace.io import dumps_trace, load_trace, parse_trace, save_trace
     from .trace.model import Trace, TraceStep
 
 __all__ = [
@@ -39,19 +39,22 @@ __all__ = [
     "Trace",
     "TraceStep",
     "blackbox",
+    "dumps_trace",
     "fork_run",
     "load_trace",
+    "parse_trace",
     "save_trace",
     "verify_trace",
 ]
 
 _LAZY = {
-    "RecordedToolError": "engine.replay",
     "RunReport": "engine.session",
     "Session": "engine.session",
     "blackbox": "engine.session",
     "fork_run": "demo.fork",
+    "dumps_trace": "trace.io",
     "load_trace": "trace.io",
+    "parse_trace": "trace.io",
     "save_trace": "trace.io",
     "Trace": "trace.model",
     "TraceStep": "trace.model",
