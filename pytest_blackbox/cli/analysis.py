@@ -1,9 +1,5 @@
-"""The read-only commands: ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``.
-
-They only read cassettes, so they import nothing but the analysis side (``pytest_blackbox.trace``)
-and never reach a model, a tool or the network. Each handler returns the exit code; a cassette
-that cannot be loaded surfaces as a ``CassetteError`` naming the file, which ``main`` prints as
-one line.
+"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``; they import only the
+analysis side. See docs/cli-analysis.md.
 """
 
 from __future__ import annotations

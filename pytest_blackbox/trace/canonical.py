@@ -1,14 +1,10 @@
-"""Canonical JSON and the step hash, identical to the original Blackbox's JavaScript.
+"""Canonical JSON and the step hash, byte for byte as the original Blackbox's JavaScript computes them.
 
-Cassettes are hashed and written by JavaScript in the original Blackbox (arda-ulas/blackbox), so every
-byte here follows ``JSON.stringify``: keys sorted by UTF-16 code units, numbers as ECMAScript
-``Number::toString`` writes them, lone surrogates escaped, non-ASCII raw.
-
-Hashing is on every hot path (verify, replay, recording), so the common case goes through the C
-``json`` encoder. Its output is only used when it is *provably* identical to the JavaScript one: the
-C encoder differs only on floats, on integers of 16 digits or more, on surrogates and on keys
-outside the BMP, and the fast path scans its own output for any token that could be one of those
-(a false alarm only costs the slow path, never a wrong byte).
+Hashing is on every hot path (verify, replay, recording), so the C ``json`` encoder is used whenever
+its output is provably identical to JavaScript's: it differs only on floats, long integers,
+surrogates and keys outside the BMP, and its output is scanned for any token that could be one of
+those (a false alarm costs the exact slow path, never a wrong byte). See
+docs/cassette-format.md#the-hash-chain.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Readers for step payloads, tolerant of every shape the format allows.
+"""Readers of step payloads, tolerant of every shape the format allows.
 
-They are how every consumer (verify, diff, inspect, assert, replay) reads tool calls and outcomes,
-so the three model-output shapes are handled in one place.
+Every consumer (verify, diff, inspect, assert, replay) reads tool calls and outcomes through them,
+so the three model-output shapes are handled in one place. See docs/cassette-format.md#payloads.
 """
 
 from __future__ import annotations
