@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox import Session, blackbox
 from pytest_blackbox.engine import exithooks
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import LAUNCHED_VAR, Session, blackbox
+from pytest_blackbox.engine.session import LAUNCHED_VAR
 from pytest_blackbox.testing import FakeProvider
 from tests import TEST_KEYS, VECTORS, vector_json
 

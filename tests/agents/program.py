@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 
-from pytest_blackbox.engine.session import blackbox
+from pytest_blackbox import blackbox
 from tests.agents.lookup import Lookup, LookupAgent
 from tests.agents.loop import Agent, base_url
 from tests.agents.travel import ToolBox, TravelAgent

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_blackbox.engine.session import Session, blackbox
+from pytest_blackbox import Session, blackbox
 from pytest_blackbox.testing import FakeProvider
 
 from . import loop

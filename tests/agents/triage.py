@@ -120,7 +120,7 @@ def run(client: anthropic.Anthropic, wrapped: Mapping[str, Tool], max_calls: int
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from pytest_blackbox.engine.session import blackbox
+    from pytest_blackbox import blackbox
 
     session = blackbox()
     client = anthropic.Anthropic(base_url=CLOSED_URL, max_retries=0)
