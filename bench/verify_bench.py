@@ -228,7 +228,8 @@ class Row:
     verify_traced: float
 
     def median(self, job: str, key: str) -> float:
-        return statistics.median(run[key] for run in getattr(self, job))
+        runs: list[dict[str, float]] = getattr(self, job)
+        return statistics.median(run[key] for run in runs)
 
     @property
     def ratio(self) -> float:

@@ -1,8 +1,8 @@
-"""pytest-blackbox: record AI-agent tests once, replay them offline from Blackbox v2 cassettes.
+"""pytest-blackbox's public API: the session, cassette I/O, verification, forks and the errors.
 
-The errors are imported eagerly (they are tiny); everything else is loaded on first use, because
-pytest imports this package at start-up for every project that has the plugin installed, and the
-session pulls in respx, httpx and the providers.
+Only the errors are imported eagerly; every other name loads its module on first use, because pytest
+imports this package in every project that has the plugin installed (``tests/plugin/test_startup.py``
+holds it to that). See docs/index.md.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .engine.ending import RunReport
     from .engine.mcp import MCPClient, mcp_client
     from .engine.session import Session, blackbox
-    from .trace.io import load_trace, save_trace
+    from .trace.io import dumps_trace, load_trace, parse_trace, save_trace
     from .trace.model import Trace, TraceStep
 
 __all__ = [
@@ -44,9 +44,11 @@ __all__ = [
     "Trace",
     "TraceStep",
     "blackbox",
+    "dumps_trace",
     "fork_run",
     "load_trace",
     "mcp_client",
+    "parse_trace",
     "save_trace",
     "verify_trace",
 ]
@@ -58,7 +60,9 @@ _LAZY = {
     "Session": "engine.session",
     "blackbox": "engine.session",
     "fork_run": "demo.fork",
+    "dumps_trace": "trace.io",
     "load_trace": "trace.io",
+    "parse_trace": "trace.io",
     "save_trace": "trace.io",
     "Trace": "trace.model",
     "TraceStep": "trace.model",

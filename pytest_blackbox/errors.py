@@ -1,8 +1,7 @@
-"""Every error a user of pytest-blackbox can see.
+"""Every error a user of pytest-blackbox can see: one class per kind of failure, each message one line.
 
-The analysis-side errors are defined in ``trace/errors.py`` (so ``trace/`` stays self-contained) and
-re-exported here; the execution side adds its own. Messages never quote a secret: anything that may
-hold one goes through ``mask`` first.
+The cassette errors are defined in ``trace/errors.py`` (so ``trace/`` stays self-contained) and
+re-exported here. See docs/engine.md#errors-across-the-sdk-boundary.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ from typing import Any
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
+#: The provider keys the in-process tests run with, by variable (the ``provider_keys`` fixture sets
+#: them). They have the real keys' formats, so a test can prove no cassette or message shows them.
+TEST_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-api03-suite-test-key-0123456789abcdef",
+    "OPENAI_API_KEY": "sk-proj-suite-test-key-0123456789abcdefghij",
+}
+
 
 def vector_path(relative: str) -> Path:
     """A vector file; a missing one is an error in the checkout, never a reason to skip."""

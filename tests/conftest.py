@@ -1,13 +1,42 @@
-"""Fixtures every test folder shares: the frozen vectors."""
+"""Fixtures every test folder shares: the fake provider, a clean environment, the network guard, the vectors.
+
+Every test also gets one check for free: it fails if it leaves an interceptor running, because that
+interceptor would answer the next tests' HTTP calls.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests import VECTORS, vector_json
+from pytest_blackbox import Session, blackbox
+from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine.launched import LAUNCHED_VAR
+from pytest_blackbox.engine.options import SESSION_ENV_VARS
+from pytest_blackbox.testing import FakeProvider
+from tests import TEST_KEYS, VECTORS, vector_json
+
+#: Variables no test inherits from the shell that runs the suite: a CI flag refuses recording, the
+#: launcher's variables configure every session, and keys, base URLs and pytest options belong to
+#: the test that sets them.
+INHERITED_ENV = (
+    "CI",
+    "BUILD_NUMBER",
+    *SESSION_ENV_VARS,
+    LAUNCHED_VAR,
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "PYTEST_ADDOPTS",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+)
 
 
 @pytest.fixture(scope="session")
@@ -20,3 +49,90 @@ def expectations() -> dict[str, Any]:
     """``expectations.json``: the frozen expected values of every vector."""
     loaded: dict[str, Any] = vector_json("expectations.json")
     return loaded
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    """A running scripted fake Anthropic/OpenAI server on 127.0.0.1; it sets no environment variables."""
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def sessions() -> Iterator[Callable[..., Session]]:
+    """``blackbox(**options)``, stopped at teardown: a failed test leaves no interception behind."""
+    opened: list[Session] = []
+
+    def start(**options: Any) -> Session:
+        session = blackbox(**options)
+        opened.append(session)
+        return session
+
+    yield start
+    for session in opened:
+        session.stop()
+
+
+# -- the environment ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """None of :data:`INHERITED_ENV` set, and no process-wide exit hooks in the test process.
+
+    The exit safety net is proven in subprocesses (``tests/engine/test_exithooks.py``); in the test
+    process it would install a SIGTERM handler and an atexit hook into the pytest worker itself.
+    """
+    for name in INHERITED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(exithooks, "_install", lambda: None)
+    return monkeypatch
+
+
+@pytest.fixture
+def provider_keys(clean_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A clean environment holding the suite's provider keys (the SDK clients refuse to start without one)."""
+    for name, key in TEST_KEYS.items():
+        clean_env.setenv(name, key)
+    return clean_env
+
+
+# -- the network guard -------------------------------------------------------------------------
+
+
+class NetworkUsed(AssertionError):
+    """A run that must be offline tried to reach the network."""
+
+
+@dataclass
+class NetworkGuard:
+    """Every way a Python program opens a connection or resolves a name, refused and counted."""
+
+    monkeypatch: pytest.MonkeyPatch
+    attempts: list[str] = field(default_factory=list)
+
+    def _refuse(self, kind: str) -> Callable[..., Any]:
+        def guard(*args: Any, **kwargs: Any) -> Any:
+            self.attempts.append(kind)
+            raise NetworkUsed(f"an offline run tried the network: {kind}")
+
+        return guard
+
+    def block(self) -> list[str]:
+        """Refuse from now on; returns :attr:`attempts`, the list each refused attempt is added to."""
+        patch = self.monkeypatch.setattr
+        patch(socket.socket, "connect", self._refuse("socket.connect"))
+        patch(socket.socket, "connect_ex", self._refuse("socket.connect_ex"))
+        patch(socket, "create_connection", self._refuse("socket.create_connection"))
+        patch(socket, "getaddrinfo", self._refuse("socket.getaddrinfo"))
+        loop = asyncio.base_events.BaseEventLoop
+        patch(loop, "create_connection", self._refuse("loop.create_connection"))
+        patch(loop, "sock_connect", self._refuse("loop.sock_connect"))
+        patch(loop, "getaddrinfo", self._refuse("loop.getaddrinfo"))
+        return self.attempts
+
+
+@pytest.fixture
+def network_guard(monkeypatch: pytest.MonkeyPatch) -> NetworkGuard:
+    """Call ``.block()`` once the run under test must be offline; ``.attempts`` lists what was tried."""
+    return NetworkGuard(monkeypatch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -17,8 +18,10 @@ from google.genai import types as genai_types
 
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
+from tests.conftest import NetworkGuard
 
 USER_MESSAGES: Any = [{"role": "user", "content": "weather in Paris?"}]
+DOC = Path(__file__).resolve().parents[1] / "docs" / "fake-provider.md"
 
 
 def claude(fake: FakeProvider, max_retries: int = 0) -> anthropic.Anthropic:
@@ -330,3 +333,31 @@ def test_a_stopped_server_refuses_connections() -> None:
         httpx2.get(url + "/ping")
     with pytest.raises(BlackboxUsageError, match=r"^the fake provider is not running; call start"):
         fake.base_url  # noqa: B018
+
+
+# -- the user documentation ------------------------------------------------------------------------
+
+
+def documented_files() -> dict[str, str]:
+    """The files of docs/fake-provider.md's complete example: each Python block opening with ``# <name>``."""
+    text = DOC.read_text(encoding="utf-8")
+    return dict(re.findall(r"```python\n# (\w+\.py)\n(.*?)```", text, re.DOTALL))
+
+
+def test_the_documented_openai_example_records_then_replays_offline(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, network_guard: NetworkGuard
+) -> None:
+    files = documented_files()
+    assert sorted(files) == ["conftest.py", "test_agent.py"]
+    for name, source in files.items():
+        (pytester.path / name).write_text(source, encoding="utf-8")
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    quiet = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    recorded = pytester.runpytest(*quiet, "--record-mode=once")
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["blackbox: 0 replayed, 1 recorded, *"])
+    attempts = network_guard.block()
+    replayed = pytester.runpytest(*quiet)
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, *"])
+    assert attempts == []

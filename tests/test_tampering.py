@@ -217,10 +217,8 @@ def _inspect(path: Path) -> str:
 
 @pytest.mark.parametrize("name", cassette_names())
 def test_editing_unhashed_trace_fields_is_not_detected_and_inspect_shows_the_edit(
-    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, name: str, clean_env: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     doc = json.loads(vector_text(name))
     doc["id"] = "edited-trace-id"
     doc["createdAt"] = 1_700_000_123_456

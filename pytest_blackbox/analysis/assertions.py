@@ -1,8 +1,7 @@
-"""``assert``: pin a recorded run's outcome in CI.
+"""``blackbox assert``: pin a recorded run's outcome in CI.
 
-A cassette is only evidence if it verifies, so verification runs first; when it fails, no
-expectation is judged (each is ``skip``) and the check fails. Comparisons are exact: a CI gate that
-tolerated near-misses would let a changed answer or tool path through.
+Verification runs first, and a cassette that fails it has no expectation judged: a cassette is only
+evidence if it verifies. See docs/cli-analysis.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Where two runs part ways, and whether it changed how they ended.
-
-A fork copies its parent's prefix verbatim, so comparing step hashes finds the exact step where
-the child's history starts to differ (integrity mode). Two independent recordings differ in every
-hash because timestamps are hashed; for them only step type and payload are compared (semantic
-mode). The outcome comparison then says whether the divergence mattered.
+"""``blackbox diff``: where two runs part ways, by step hash (a fork and its parent) or by type and
+payload (two recordings), and whether it changed how they ended. See docs/cli-analysis.md.
 """
 
 from __future__ import annotations

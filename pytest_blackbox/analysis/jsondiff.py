@@ -1,9 +1,8 @@
-"""Locating and showing differences between two JSON values.
+"""Locating and showing the differences between two JSON values.
 
-Replay reports the first field where a request differs from the recording, and ``diff`` shows the
-leaves that changed in a step. Both need the same things: a stable walk order, a readable path
-(``messages[0].content``), and values rendered short and masked so a report never dumps a huge
-payload or a secret.
+A replay divergence and ``blackbox diff`` need the same pieces: a stable walk order, a readable path
+(``messages[0].content``), and values shown short and masked, so a report never dumps a huge payload
+or a secret. See docs/engine.md#replay-what-is-compared.
 """
 
 from __future__ import annotations

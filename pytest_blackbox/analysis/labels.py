@@ -1,8 +1,6 @@
-"""One-line summaries of steps, as ``inspect`` and ``diff`` print them.
-
-The wording follows the original Blackbox (arda-ulas/blackbox) so output reads the same in both
-tools. Text taken from a cassette is masked and shortened: a summary line must never print a
-credential or flood the terminal.
+"""One-line summaries of steps, as ``inspect`` and ``diff`` print them, worded as the original
+Blackbox (arda-ulas/blackbox) words them; text from a cassette is masked and shortened. See
+docs/cli-analysis.md.
 """
 
 from __future__ import annotations

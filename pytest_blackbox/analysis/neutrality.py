@@ -1,19 +1,10 @@
-"""Provider neutrality: no provider-native objects and no credentials in a cassette.
+"""Provider neutrality: no provider-native ids or response keys, and no credentials, in a cassette.
 
-A cassette is committed and shared, and replay rebuilds provider responses from neutral steps only,
-so anything provider-shaped inside it means the recorder boundary leaked. Two levels of strictness
-apply, as in the original Blackbox (arda-ulas/blackbox):
-
-- **Structure** (ids, types, keys, metadata): provider ids, provider response keys, credentials and
-  the key environment-variable names are all flagged.
-- **User data** (everything under ``toolInput``, ``result``, ``error``, ``inputSchema``, ``text``,
-  ``content``, ``systemPrompt``): only realistic credentials are flagged. A coding agent reading
-  source code that mentions ``toolu_``, or a tool returning ``{"usage": 42}``, is not a leak.
-
-The literal API key is flagged anywhere. Findings are reported as marker *labels*, never as the
-matched text, so a report can be printed and logged safely. Labels come in the original's order:
-the JSON is walked in document order (a key, then its value), each string is tested rule by rule,
-and each label is reported once. See docs/cli-analysis.md.
+Replay rebuilds every provider response from neutral steps, so anything provider-shaped in a
+cassette means the recorder boundary leaked. Two strictnesses apply, as in the original Blackbox
+(arda-ulas/blackbox): the cassette's structure is held to every rule, user data only to the
+credential rules. Findings are marker labels in the original's order, never the matched text. See
+docs/cli-analysis.md.
 """
 
 from __future__ import annotations

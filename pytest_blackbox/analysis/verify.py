@@ -1,13 +1,7 @@
-"""``verify``: four invariants that make a cassette trustworthy to commit and replay.
+"""``blackbox verify``: the four checks that make a cassette trustworthy to commit and replay.
 
-1. ``schema_version`` — the file reads as a v2 cassette (readable, JSON, version 2, schema);
-2. ``hash_chain`` — no step was edited, removed or reordered since recording;
-3. ``provider_neutrality`` — no provider-native ids, response keys or credentials leaked in;
-4. ``replayability`` — the run replays to one consistent verdict.
-
-They run in this order and stop at the first failure (the rest are ``skip``), because a later check
-on a broken cassette would only report noise. Verification never raises for bad data: a report is
-what a CI job and a human both need, with the failing step and a fix.
+Verification never raises for bad data: a report (the failing check, the step, a fix) is what a CI
+job and a human both need. See docs/cli-analysis.md.
 """
 
 from __future__ import annotations

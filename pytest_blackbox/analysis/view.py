@@ -1,14 +1,8 @@
 """``blackbox view``: a run, or two runs side by side, as one self-contained HTML page.
 
-A cassette is evidence that ends up attached to bug reports and opened by people who did not
-record it, so the page is a single file that needs nothing else: no network, no CDN, the style
-and a few lines of script inlined and pinned by a Content-Security-Policy. Every text taken from
-a cassette is masked (credentials) and then HTML-escaped before it reaches the page, so a tool
-result holding markup shows as text and never runs.
-
-The page has to stay usable for long runs: each model turn shows only the messages that are new
-since the previous turn (the history is already on the page), long values are folded, a value is
-cut after :data:`VALUE_CAP` characters, and rows are laid out lazily by the browser.
+Every text taken from a cassette is masked, then HTML-escaped, before it reaches the page. For long
+runs each model turn shows only the messages new since the previous turn, and long values are
+folded and capped at :data:`VALUE_CAP` characters. See docs/view.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The style sheet and script inlined into every page ``blackbox view`` writes.
 
-They live apart from the renderer so the HTML code reads as structure. Both are constants: the
-page's Content-Security-Policy allows exactly these two blocks by hash, so no other script or
-style can run even if a cassette's text ever slipped through unescaped. The script only toggles
-``open``/``hidden`` and never builds HTML from data.
+They are constants because the page's Content-Security-Policy allows exactly these two blocks by
+hash; the script only toggles ``open``/``hidden`` and never builds HTML from data. See
+docs/view.md#safety.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The ``blackbox`` command: argparse only; every subcommand is a small function calling the library.
+"""The ``blackbox`` command: argparse only, one small function per subcommand calling the library.
 
-Each command group lives in its own module with a ``register(subparsers)`` function, so the analysis
-commands never import the execution side.
+Each command group registers itself from its own module, so the read-only commands never import the
+execution side. See docs/cli.md.
 """
 
 from __future__ import annotations

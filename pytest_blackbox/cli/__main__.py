@@ -1,4 +1,4 @@
-"""``python -m pytest_blackbox.cli``."""
+"""``python -m pytest_blackbox.cli``: the ``blackbox`` command. See docs/cli.md."""
 
 import sys
 

@@ -1,10 +1,5 @@
-"""The read-only commands: ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``.
-
-They only read cassettes, so they import nothing but the analysis side (``pytest_blackbox.trace``,
-``pytest_blackbox.analysis``) and the key variable names (``engine.keys``, standard library only), and
-never reach a model, a tool or the network. Each handler returns the exit code; a cassette
-that cannot be loaded surfaces as a ``CassetteError`` naming the file, which ``main`` prints as
-one line.
+"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``; they import only the
+analysis side and the key variable names (``engine.keys``). See docs/cli-analysis.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """``blackbox demo``, ``check``, ``fork`` and ``import``: the commands that write new cassettes.
 
-``demo``, ``check`` and the command-less ``fork`` run the built-in demo agent, so they work on a fresh
-install with no API key, no network and no test file. ``import`` converts a transcript recorded
-elsewhere. Each handler is a thin shell over the library (:mod:`pytest_blackbox.demo.agent`,
-:mod:`pytest_blackbox.demo.fork`, :mod:`pytest_blackbox.importers`).
-
-``fork`` without a cassette is the demo fork (:func:`run_demo_fork`). With a cassette it is the session
-fork (:func:`run_session_fork`, ``blackbox fork <cassette> --at N … -- <command>``): it re-runs the
-user's own agent under the launcher, and the session (:mod:`pytest_blackbox.engine.fork`) swaps in the
-new tool result. Both forms share one subparser; the positional cassette decides which one runs.
+``fork`` with a cassette is the session fork (it re-runs the user's agent under the launcher), and
+without one the demo fork; one subparser serves both, and the positional cassette decides. See
+docs/fork-demo-import.md.
 """
 
 from __future__ import annotations

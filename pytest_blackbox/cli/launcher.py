@@ -1,8 +1,8 @@
 """``blackbox record`` and ``blackbox replay``: run any Python program that creates a session.
 
 The launcher talks to the session in the child only through ``BLACKBOX_*`` variables (clearing stale
-ones first), reads the session's JSON report afterwards, prints one outcome line and exits with the
-child's code (128 + the signal number when it was killed), or non-zero on a divergence.
+ones first) and the report the session writes. See
+docs/engine.md#the-launcher-blackbox-record-and-blackbox-replay.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """The ``blackbox`` command reference in Markdown, generated from the argparse definitions.
 
-Generated rather than written by hand so that it cannot drift from the commands: a test fails when
-``docs/cli.md`` differs from what this module renders. After changing a command, regenerate it::
+Generated so it cannot drift from the commands (a test compares it with docs/cli.md); after changing a
+command, regenerate it::
 
     python -m pytest_blackbox.cli.reference > docs/cli.md
 
-The text depends only on the parser definitions, never on the terminal width or the Python version
-(argparse's own usage formatting varies with both), so the check is stable everywhere. argparse has
-no public way to walk a parser; ``_actions``, ``_choices_actions`` and the action classes read here
-have kept their meaning across every supported Python version.
+The text depends only on the parser definitions, never on the terminal width or the Python version.
+argparse has no public way to walk a parser; the ``_actions``, ``_choices_actions`` and action
+classes read here have kept their meaning across every supported Python version.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""``blackbox view``: write a run, or two runs side by side, as one self-contained HTML page.
+"""``blackbox view``: write a run, or two side by side, as one HTML page; imports only the analysis side.
 
-Like the other read-only commands it imports only the analysis side. One cassette is read
-without the hash-chain check, because a run that fails verification is exactly the one someone
-needs to look at: the page shows the verdict as a badge and marks the failing step. Two cassettes
-are compared the way ``blackbox diff`` compares them, so both are loaded fully checked.
+One cassette is read without the hash-chain check, because a run that fails verification is exactly
+the one someone needs to look at; two are compared as ``blackbox diff`` compares them. See docs/view.md.
 """
 
 from __future__ import annotations

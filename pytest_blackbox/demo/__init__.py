@@ -1,6 +1,5 @@
-"""The built-in demo agent (``blackbox demo``/``check``) and ``fork_run``, which continues it from a fork.
-
-See docs/fork-demo-import.md.
+"""The built-in demo agent (``blackbox demo``/``check``) and ``fork_run``, which continues it from a
+fork. See docs/fork-demo-import.md.
 """
 
 from .agent import SCENARIOS, run_agent_loop, run_demo

@@ -1,13 +1,8 @@
 """The built-in demo agent: a scripted tool loop that needs no API key, no network and no test file.
 
-It exists so that ``blackbox demo``, ``blackbox check`` and the command-less ``blackbox fork`` show the
-whole record → verify → fork → diff loop on a fresh install, and so that
-:func:`~pytest_blackbox.demo.fork.fork_run` has an agent to continue a fork with. Everything here is
-deterministic: with a pinned clock the two scenarios reproduce the frozen cassettes
-``success-tool-use`` and ``error-unknown-tool`` hash for hash.
-
-The loop writes the single-call ``tool_call`` model-output shape and structured message parts, as the
-original Blackbox (arda-ulas/blackbox) demo does, so its cassettes diff cleanly against those fixtures.
+It shows the whole record → verify → fork → diff loop on a fresh install, and gives ``fork_run`` an
+agent to continue a fork with. With a pinned clock its two scenarios reproduce the frozen cassettes
+``success-tool-use`` and ``error-unknown-tool`` hash for hash. See docs/fork-demo-import.md#blackbox-demo.
 """
 
 from __future__ import annotations

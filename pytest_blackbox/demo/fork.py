@@ -1,17 +1,8 @@
-"""Forks: branch a recorded run at one step, change one fact, and run on from there.
+"""``fork_run``: branch a recorded demo run at one step, change one fact, and run the demo loop on.
 
-There are two kinds of fork, and they share only their lineage rules (``parentId``, ``forkedFromStepId``,
-a prefix whose hashes match the parent's):
-
-- :func:`fork_run` (here) forks a run of the built-in demo agent. It needs no process and no model: the
-  prefix is copied from the parent cassette and the demo loop (:mod:`pytest_blackbox.demo.agent`) continues
-  with any :class:`~pytest_blackbox.demo.agent.DemoModel`. ``blackbox check`` and the command-less
-  ``blackbox fork`` use it.
-- The session fork (``blackbox fork <cassette> --at N …``) re-runs the user's own agent: the session
-  replays the prefix, swaps in a new tool result at step N and lets the run go on live or scripted. It
-  lives with the session, because only the session sees the agent's calls.
-
-Neither may write its output over the cassette it forks (:func:`~pytest_blackbox.trace.io.same_file`).
+It shares only the lineage rules (``parentId``, ``forkedFromStepId``, a prefix whose hashes match
+the parent's) with the session fork of a user's own agent, which lives with the session because only
+the session sees the agent's calls. See docs/fork-demo-import.md#the-demo-fork.
 """
 
 from __future__ import annotations

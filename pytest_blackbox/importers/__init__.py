@@ -1,9 +1,7 @@
-"""Transcript importers: turn a run recorded elsewhere into an ordinary Blackbox v2 cassette.
+"""Transcript importers: a run recorded elsewhere (Claude Code, a chat JSON) as a Blackbox v2 cassette.
 
-Both importers are pure functions of the transcript text (no I/O, no clock), so an import is
-reproducible hash for hash. Their errors are :class:`~pytest_blackbox.errors.TranscriptImportError`
-and name a line, a message index or a field, never the transcript's content: transcripts hold
-source code, tool output and sometimes secrets.
+Both are pure functions of the transcript text (no I/O, no clock), so an import is reproducible hash
+for hash, and their errors never quote the transcript. See docs/fork-demo-import.md#blackbox-import.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Import a simple OpenAI-style chat transcript (``--from chat-json``).
 
-The input is ``{"tools"?: [...], "messages": [...]}`` where every message has an integer epoch-ms
-``timestamp``. Only one shape of run is accepted: a user prompt, then rounds of an assistant message
-making exactly one tool call answered by one ``tool`` message, then a final assistant answer. That is
-the shape the single-call ``tool_call`` model output can represent faithfully; anything else is
-refused rather than guessed at. Only names, descriptions, parameters, arguments, contents and
-timestamps are read, so provider ids, usage and other extra fields can never reach the cassette.
+Only the run shape the single-call ``tool_call`` output represents faithfully is accepted, anything
+else refused rather than guessed at; only the fields a cassette needs are read, so provider ids and
+usage can never reach it. See docs/fork-demo-import.md#chat-json.
 """
 
 from __future__ import annotations

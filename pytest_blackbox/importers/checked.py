@@ -1,4 +1,6 @@
-"""The importers' last step: a transcript that would not make a verifying cassette is refused."""
+"""The importers' last step: a transcript that would not make a verifying cassette is refused.
+See docs/fork-demo-import.md#blackbox-import.
+"""
 
 from __future__ import annotations
 

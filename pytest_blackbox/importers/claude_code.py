@@ -1,15 +1,8 @@
 """Import a Claude Code session transcript (``--from claude-code``).
 
-A Claude Code session file is JSONL: one line per event, where one model response may be split over
-several ``assistant`` lines that share ``message.id``, and tool results arrive in later ``user`` lines
-keyed by ``tool_use_id``. The importer rebuilds the model turns from that, and writes each as
-``model_input`` → ``model_output`` (``tool_calls``, always, even for one call) → ``tool_call`` /
-``tool_result`` pairs in call order. Thinking, usage, model names and provider ids are dropped; tool
-definitions are not in a transcript, so each observed tool name gets a placeholder description.
-
-A transcript may stop mid-round (the session was interrupted): results missing from the *last*
-model turn make the run incomplete instead of failing the import. Missing results anywhere earlier
-mean the transcript is damaged, and the import is refused.
+A model response may be split over several JSONL lines sharing ``message.id``, and its tool results
+arrive in later lines keyed by ``tool_use_id``; the importer rebuilds the turns from that. See
+docs/fork-demo-import.md#claude-code-jsonl.
 """
 
 from __future__ import annotations

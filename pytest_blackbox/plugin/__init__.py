@@ -1,7 +1,7 @@
-"""pytest hooks, options and fixtures only; the work is imported lazily from private modules.
+"""The pytest plugin (entry point ``blackbox``): hooks, options, the marker and the fixture only.
 
-Nothing heavy (the session, respx, httpx, the providers) is imported when pytest starts: only when a
-test that uses a cassette is set up. See ``docs/pytest.md`` for the user's view.
+The work lives in the private modules beside it, imported when a test that uses a cassette is set
+up, so pytest start-up stays cheap (``tests/plugin/test_startup.py``). See docs/pytest.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""A test's cassette settings: record mode, match mode and cassette path, from CLI, marker and ini.
-
-One documented precedence for every setting: the command line, then the closest ``blackbox``
-marker (function over class over module), then the ini file, then the default. Kept free of the
-session and its imports so collection and the summary stay cheap.
+"""A test's cassette settings (record mode, match mode, cassette path) from the command line, the
+marker and the ini file, in the documented precedence. Free of the session's imports, so collection
+and the summary stay cheap. See docs/pytest.md#options-ini-keys-and-their-precedence.
 """
 
 from __future__ import annotations

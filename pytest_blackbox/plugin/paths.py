@@ -1,9 +1,6 @@
-"""Where a test's cassette lives: ``<test dir>/cassettes/<module>/<Class.>test_name[param-id].json``.
-
-Names come from test ids, which may hold anything a parametrization produced, so every path part is
-made safe for every operating system (no reserved characters or device names, no trailing dots or
-spaces). Two ids must never share a file, so a name that had to be changed, or is too long, ends in a
-short hash of the original id: stable from run to run and machine to machine.
+"""Where a test's cassette lives, with every path part made safe for every operating system and a
+short hash wherever a test id had to change, so two ids never share a file. See
+docs/pytest.md#where-cassettes-go.
 """
 
 from __future__ import annotations

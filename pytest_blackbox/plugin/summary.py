@@ -1,16 +1,7 @@
-"""The end-of-run summary: its own object, so xdist workers can send theirs to the controller.
+"""The end-of-run summary line and the unused-cassette search.
 
-``blackbox: N replayed, N recorded, N diverged, N unsupported, N not written (test failed),
-N unused cassettes`` (one line), then ``, N missing``, ``, N invalid`` and ``, N refused`` for the
-tests failed before or outside their agent's run, each only when not zero: the fixed part keeps the
-shape users and scripts know, and a run whose tests all failed that way still counts something.
-
-"Unused" cassettes are Blackbox cassettes in the cassette folders of the collected test modules that
-no collected test would use: usually a renamed or deleted test. Tests left out with ``-k``, ``-m``,
-``--deselect`` or ``--lf`` still claim their cassettes, and a module run by node id (``file::test``)
-is not searched at all, so a partial run reports nothing it did not look at. Other ``.json`` files
-there (another tool's cassettes, fixtures) are not cassettes and never reported. Unused cassettes
-are listed with ``-v``; they do not fail the run.
+It is an object of its own so that xdist workers can send theirs to the controller. See
+docs/pytest.md#the-summary-line.
 """
 
 from __future__ import annotations

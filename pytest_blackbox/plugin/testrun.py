@@ -1,16 +1,8 @@
 """One test's cassette run under pytest: which mode, which file, and how it ended.
 
-``plugin.py`` only wires hooks to this; the logic lives here so pytest start-up does not import the
-session, respx or the providers until a test actually uses a cassette.
-
-A recording is never written straight to the cassette: the session writes a hidden pending file
-next to it, and only a test that passed moves it into place (an atomic rename). So a failing test
-never writes or replaces a cassette, even when it called ``finish()`` itself, and a ``new_episodes``
-run replays from a private copy of the cassette for the same reason.
-
-Under ``blackbox fork <cassette> … -- pytest …`` the launcher's ``BLACKBOX_*`` variables select the
-test whose cassette is the forked one: that test runs as the fork (its child goes through a pending
-file to ``--out`` the same way) and reports to the launcher; every other test runs as usual.
+A recording goes to a hidden pending file that only a passing test moves into place (an atomic
+rename), so a failing test never writes or replaces a cassette. Under ``blackbox fork … -- pytest``
+the launcher's variables pick the one test that runs as the fork. See docs/pytest.md.
 """
 
 from __future__ import annotations

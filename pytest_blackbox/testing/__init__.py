@@ -1,5 +1,8 @@
-"""Test utilities for users: a scripted fake provider to record agent tests against, with no key."""
+"""Test utilities for users: the fake provider, to record agent tests against with no key.
 
-from .fake_provider import FakeProvider, ReceivedRequest, ScriptedResponse
+See docs/fake-provider.md.
+"""
 
-__all__ = ["FakeProvider", "ReceivedRequest", "ScriptedResponse"]
+from .fake_provider import FakeProvider, ReceivedRequest, Responder, ScriptedResponse
+
+__all__ = ["FakeProvider", "ReceivedRequest", "Responder", "ScriptedResponse"]

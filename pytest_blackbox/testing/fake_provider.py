@@ -1,16 +1,8 @@
-"""A scripted fake Anthropic/OpenAI/Gemini HTTP server on 127.0.0.1, for recording without a real provider.
+"""The fake provider: a scripted Anthropic/OpenAI/Gemini HTTP server on 127.0.0.1, to record without a key.
 
-It is a real socket server, so recording through it exercises the whole path (SDK, httpx2, interception,
-pass-through, content decoding, normalization) exactly as against the real API. Its answers look like
-the providers' own (Messages, Chat Completions, Responses and Gemini generateContent, as JSON or as
-event streams when the request asks for one): provider-style ids (``msg_01…``, ``toolu_01…``,
-``chatcmpl-…``, ``resp_…``, ``fc_…``, ``call_…``), usage blocks, stop and finish reasons, request-id
-headers. Everything is deterministic: ids and timestamps come from a per-server counter, token counts
-from body lengths.
-
-Scripted answers are served first in, first out; when none is queued, the ``respond`` function (if any)
-decides; otherwise the server answers 500 with ``x-should-retry: false`` naming the request, so an
-unscripted call fails at once instead of being retried.
+It is a real socket server, so recording through it runs the whole path (SDK, HTTP client,
+interception, normalization) as against the real API, with answers shaped like the providers' own
+and deterministic (ids and timestamps from a per-server counter). See docs/fake-provider.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Every JSON text the project writes, byte for byte what JavaScript writes, and the step hash.
+"""Every JSON text the project writes, byte for byte what the original Blackbox's JavaScript writes.
 
-Cassettes are hashed and written by JavaScript in the original Blackbox (arda-ulas/blackbox), so
-this one encoder follows ``JSON.stringify``: numbers as ECMAScript ``Number::toString`` writes them,
-lone surrogates escaped, non-ASCII raw, and object keys in the order JavaScript enumerates them
-(array indexes such as ``"2"`` first, ascending, then the rest as inserted). The hash form sorts
-keys by UTF-16 code units instead. Non-finite numbers and integers a double cannot hold have no
-such text, so they are refused everywhere (the provider boundary turns them into what JavaScript
-would have sent, before they get here). See docs/cassette-format.md.
-
-Encoding is on every hot path (verify, replay, recording), so the common case goes through the C
-``json`` encoder. Its output is only used when it is *provably* identical to the JavaScript one: the
-C encoder differs only on floats, on integers of 16 digits or more, on surrogates, on keys outside
-the BMP (sorted) and on array-index keys (unsorted), and the fast path scans its own output for any
-token that could be one of those (a false alarm only costs the slow path, never a wrong byte).
+One encoder follows ``JSON.stringify`` (ECMAScript number text, array-index keys first) and the hash
+form sorts keys by UTF-16 code units. Encoding is on every hot path, so the C ``json`` encoder is
+used whenever its output is provably identical (a false alarm costs the exact slow path, never a
+wrong byte). See docs/cassette-format.md#the-hash-chain.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The hash-chain check: the step-level integrity guarantee of a v2 cassette.
+"""The hash-chain check: no step of a cassette was edited, removed or reordered since recording.
 
-Messages say where the chain broke and which link, never the stored values: a stored hash or
-payload is cassette content, and a reader of the error needs the step, not the bytes.
+Messages name the step and the broken link, never the stored values (cassette content may be
+secret). See docs/cassette-format.md#the-hash-chain.
 """
 
 from __future__ import annotations

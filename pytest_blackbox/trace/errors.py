@@ -1,8 +1,5 @@
-"""Errors the analysis side raises.
-
-They live inside ``trace/`` so the analysis side never imports the execution side; the package's
-``pytest_blackbox.errors`` re-exports them next to the execution-side errors. Every message names
-what is wrong and what to do, and never quotes cassette content (a cassette may hold secrets).
+"""The errors of reading and checking cassettes, defined inside ``trace/`` so it never imports the
+execution side; ``pytest_blackbox.errors`` re-exports them. See docs/cassette-format.md#loading-a-cassette.
 """
 
 from __future__ import annotations

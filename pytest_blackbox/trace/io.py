@@ -1,12 +1,8 @@
 """Reading and writing cassette files: strict JSON in, byte-exact JSON out, atomic writes.
 
-Reading is stricter than ``JSON.parse`` on purpose: a cassette is evidence, so anything that two
-readers could understand differently (a duplicate key, NaN, an integer a double cannot hold) is
-refused rather than guessed at. Numbers are kept by *value*, the way JavaScript reads them, so
-``1.0``, ``1E0`` and ``1`` are the same number and hash the same.
-
-No error message quotes file content: a cassette may hold secrets, so errors name the file, the
-line and column or the step, and the rule that was broken.
+Reading is stricter than ``JSON.parse`` on purpose: a cassette is evidence, so whatever two readers
+could understand differently is refused rather than guessed at. See
+docs/cassette-format.md#loading-a-cassette.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The v2 trace as typed JSON.
+"""The v2 trace as typed JSON: ``TypedDict`` names for plain ``dict``/``list`` data.
 
-A cassette is kept as plain ``dict``/``list`` data, not classes: the file must round-trip byte for
-byte (payload key order is whatever the producer wrote), and the hash is defined over JSON. The
-``TypedDict``s here give that data names and types without a conversion layer.
+Not classes: a cassette must round-trip byte for byte (payload key order is the producer's) and its
+hash is defined over JSON, so the data stays JSON. See docs/cassette-format.md.
 """
 
 from __future__ import annotations

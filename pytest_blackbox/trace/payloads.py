@@ -1,8 +1,8 @@
-"""Readers for step payloads, tolerant of every shape the format allows, and the terminal builders.
+"""Readers of step payloads, tolerant of every shape the format allows, and the terminal builders.
 
-The readers are how every consumer (verify, diff, inspect, assert, replay, the session) reads tool
-calls and outcomes, so the three model-output shapes are handled in one place. The builders are the
-one place the terminal ``metadata`` payloads of the format are written (docs/cassette-format.md).
+Every consumer (verify, diff, inspect, assert, replay, the session) reads tool calls and outcomes
+through them, and every writer builds the terminal ``metadata`` payloads here, so each rule is in one
+place. See docs/cassette-format.md#payloads.
 """
 
 from __future__ import annotations

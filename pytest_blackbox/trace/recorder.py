@@ -1,4 +1,6 @@
-"""The append-only recorder: the one place that assigns ``id``, ``index``, ``prevHash`` and ``hash``."""
+"""The append-only recorder: the one place that assigns a step's ``id``, ``index``, ``prevHash`` and
+``hash``. See docs/cassette-format.md#step-fields.
+"""
 
 from __future__ import annotations
 

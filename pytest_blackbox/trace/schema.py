@@ -1,10 +1,9 @@
-"""Validation against ``schemas/trace-v2.schema.json``, the one description of the cassette shape.
+"""Validation against ``schemas/trace-v2.schema.json``, the one description of the cassette's shape.
 
-``jsonschema`` walks a 100,000-step cassette ten times slower than parsing and hashing it, so
-deciding *whether* a document is valid goes through a small compiler that turns the same schema
-file into plain Python checks. It knows only the keywords the schema uses and refuses any other,
-so the schema cannot grow a rule the fast check would silently skip. ``jsonschema`` itself runs
-only on failure, on the offending part, to name the JSON pointer and the rule that broke.
+``jsonschema`` is ten times slower than parsing and hashing a large cassette, so whether a document
+is valid is decided by plain Python checks compiled from the same schema file (refusing any keyword
+it does not know, so the schema cannot grow a rule the fast check skips); ``jsonschema`` runs only on
+failure, to name the pointer and the rule. See docs/cassette-format.md#the-schema.
 """
 
 from __future__ import annotations

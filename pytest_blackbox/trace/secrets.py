@@ -1,9 +1,5 @@
-"""Keeping credentials out of everything a user sees.
-
-Cassettes are committed to repositories and diagnostics end up in CI logs, so any text that may
-carry a value from a cassette or a request goes through :func:`mask` before it is shown. Two kinds
-of secret are recognised: values the caller knows (the API keys in the environment) and strings
-that look like real credentials whoever wrote them.
+"""Keeping credentials out of everything a user sees: :func:`mask` for any text that may carry a value
+from a cassette or a request. See docs/security.md#secrets.
 """
 
 from __future__ import annotations

@@ -405,7 +405,7 @@ def test_a_provider_key_in_a_payload_is_a_neutrality_failure(
 
 def test_provider_keys_in_a_step_or_at_the_top_level_are_named_too() -> None:
     trace = rechain(read_trace(SMALL))
-    trace["steps"][2]["finish_reason"] = "stop"  # beside the hashed fields: the chain holds
+    trace["steps"][2]["finish_reason"] = "stop"  # type: ignore[typeddict-unknown-key]  # beside the hashed fields: the chain holds
     trace["system_fingerprint"] = "fp_1"  # type: ignore[typeddict-unknown-key]
     report = verify_trace(trace)
     assert report.first_failure is not None

@@ -33,8 +33,8 @@ from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceErr
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.trace.io import load_trace
 from pytest_blackbox.trace.model import Trace
-
-from .travel_agent import MODELS
+from tests.agents.travel import MODELS
+from tests.conftest import NetworkGuard
 
 CITIES = (
     "Jakarta",
@@ -447,10 +447,10 @@ def concurrent_cassette(
 
 
 def test_replay_answers_each_conversation_under_random_scheduling(
-    concurrent_cassette: tuple[str, Path], no_network: Callable[[], list[str]]
+    concurrent_cassette: tuple[str, Path], network_guard: NetworkGuard
 ) -> None:
     sdk, path = concurrent_cassette
-    attempts = no_network()
+    attempts = network_guard.block()
     for seed in range(4):
         session = blackbox(mode="replay", cassette=path)
         box = ToolBox()
@@ -492,11 +492,11 @@ def test_a_changed_prompt_in_one_conversation_fails_strict_replay_at_its_step(
 
 
 def test_sequence_match_pairs_each_conversation_with_its_own_recorded_calls(
-    concurrent_cassette: tuple[str, Path], no_network: Callable[[], list[str]]
+    concurrent_cassette: tuple[str, Path], network_guard: NetworkGuard
 ) -> None:
     """Prompts with a run-dependent part: each still gets its own conversation's answers."""
     sdk, path = concurrent_cassette
-    no_network()
+    network_guard.block()
     session = blackbox(mode="replay", cassette=path, match="sequence")
     stamp = f" (asked at {time.time():.6f})"
     answers = asyncio.run(
@@ -564,7 +564,7 @@ def test_a_conversation_that_skips_a_recorded_tool_diverges_at_its_next_model_ca
 
 
 def test_unrequested_tools_join_their_conversation_or_follow_every_conversation(
-    fake_provider: FakeProvider, tmp_path: Path, no_network: Callable[[], list[str]]
+    fake_provider: FakeProvider, tmp_path: Path, network_guard: NetworkGuard
 ) -> None:
     """``note`` runs in each conversation's task after its answer; ``save`` runs once all are done."""
     cities = CITIES[:4]
@@ -627,7 +627,7 @@ def test_unrequested_tools_join_their_conversation_or_follow_every_conversation(
         "toolInput": {"report": result_of(answers_of(cities))},
     }
 
-    no_network()
+    network_guard.block()
     for seed in range(3):
         session = blackbox(mode="replay", cassette=tmp_path / "a.json")
         answers, ran = run(session, "http://127.0.0.1:9", pauses(seed, 0.003))
@@ -829,7 +829,7 @@ def test_an_out_of_order_replay_does_not_go_live_at_a_divergence(
 
 
 def test_a_call_the_sdk_retried_is_recorded_once_and_replays_without_the_retry(
-    fake_provider: FakeProvider, tmp_path: Path, no_network: Callable[[], list[str]]
+    fake_provider: FakeProvider, tmp_path: Path, network_guard: NetworkGuard
 ) -> None:
     fake_provider.queue_status(429, headers=[("retry-after-ms", "1")])
     fake_provider.queue_status(500, headers=[("retry-after-ms", "1")])
@@ -853,7 +853,7 @@ def test_a_call_the_sdk_retried_is_recorded_once_and_replays_without_the_retry(
     assert [s["type"] for s in trace["steps"]] == ["model_input", "model_output", "metadata"]
     assert trace["steps"][1]["payload"] == {"type": "final_answer", "text": "Sunny in Rome."}
 
-    no_network()
+    network_guard.block()
     assert ask_rome(blackbox(mode="replay", cassette=path)) == "Sunny in Rome."
     assert len(fake_provider.requests) == 3
 

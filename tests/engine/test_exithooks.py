@@ -18,22 +18,19 @@ from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-
-from .conftest import ANTHROPIC_KEY, OPENAI_KEY, base_url
-from .travel_agent import FINAL, script
-
-SCRIPT = Path(__file__).with_name("agent_script.py")
+from tests import TEST_KEYS
+from tests.agents import PROGRAM
+from tests.agents.travel import FINAL, script
 
 
 def agent_env(fake: FakeProvider, flavor: tuple[str, bool], tmp_path: Path, **extra: str) -> dict[str, str]:
     sdk, is_async = flavor
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
     env.update(
-        ANTHROPIC_API_KEY=ANTHROPIC_KEY,
-        OPENAI_API_KEY=OPENAI_KEY,
+        **TEST_KEYS,
         AGENT_SDK=sdk,
         AGENT_ASYNC="1" if is_async else "0",
-        AGENT_BASE_URL=base_url(fake, sdk),
+        AGENT_BASE_URL=fake.base_url,
         AGENT_READY=str(tmp_path / "ready"),
         BLACKBOX_MODE="record",
         BLACKBOX_OUT=str(tmp_path / "run.json"),
@@ -45,7 +42,7 @@ def agent_env(fake: FakeProvider, flavor: tuple[str, bool], tmp_path: Path, **ex
 
 def start(scenario: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(SCRIPT), scenario],
+        [sys.executable, str(PROGRAM), scenario],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -130,7 +127,7 @@ def test_a_clean_exit_without_finish_writes_what_finish_would(
 
 def test_a_call_in_flight_at_exit_gives_calls_in_flight(fake_provider: FakeProvider, tmp_path: Path) -> None:
     script(fake_provider, "anthropic")
-    proc = start("in-flight", agent_env(fake_provider, ("anthropic", False), tmp_path))
+    proc = start("tool-in-flight", agent_env(fake_provider, ("anthropic", False), tmp_path))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     types, payload = terminal_of(tmp_path / "run.json")

@@ -22,10 +22,11 @@ from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
+from tests.agents.gemini import FLAVOR_IDS, FLAVORS, MODEL, GeminiAgent, script
+from tests.agents.travel import FINAL, SYSTEM, ToolBox, tool_specs
+from tests.conftest import NetworkGuard
 
-from .gemini_agent import FLAVOR_IDS, FLAVORS, MODEL, GeminiAgent, script
 from .test_record_replay import STEP_TYPES
-from .travel_agent import FINAL, SYSTEM, ToolBox, tool_specs
 
 GEMINI_KEY = "AIzaSyEngineTestKey0123456789abcdefghij"
 GOOGLE_KEY = "AIzaSyGoogleTestKey9876543210zyxwvutsrq"
@@ -41,12 +42,12 @@ def gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, no_network: Callable[[], list[str]]) -> Callable[[], list[str]]:
+def offline(monkeypatch: pytest.MonkeyPatch, network_guard: NetworkGuard) -> Callable[[], list[str]]:
     """For a replay: no real key (only the placeholder the plugin would set) and no connections."""
 
     def go_offline() -> list[str]:
         monkeypatch.setenv("GEMINI_API_KEY", OFFLINE_PLACEHOLDER_KEY)
-        return no_network()
+        return network_guard.block()
 
     return go_offline
 

@@ -16,15 +16,16 @@ from pytest_blackbox.cli.launcher import child_env, outcome_line
 from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
+from tests import TEST_KEYS
+from tests.agents import PROGRAM
+from tests.agents.travel import FINAL, script
 
-from .conftest import ANTHROPIC_KEY, base_url
-from .travel_agent import FINAL, script
-
-SCRIPT = Path(__file__).with_name("agent_script.py")
 MARK = "◼ blackbox"
 
 
-def launch(argv: list[str], env: dict[str, str], scenario: str = "full") -> subprocess.CompletedProcess[str]:
+def launch(
+    argv: list[str], env: dict[str, str], scenario: str = "finish"
+) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable,
         "-m",
@@ -32,7 +33,7 @@ def launch(argv: list[str], env: dict[str, str], scenario: str = "full") -> subp
         *argv,
         "--",
         sys.executable,
-        str(SCRIPT),
+        str(PROGRAM),
         scenario,
     ]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -42,7 +43,7 @@ def parent_env(root: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         env.pop(name, None)
-    env.update(AGENT_SDK="anthropic", AGENT_BASE_URL=base_url(root, "anthropic"), PYTHONWARNINGS="ignore")
+    env.update(AGENT_SDK="anthropic", AGENT_BASE_URL=root, PYTHONWARNINGS="ignore")
     env.update(extra)
     return env
 
@@ -64,7 +65,7 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     }
     with FakeProvider() as fake:
         script(fake, "anthropic")
-        env = parent_env(fake.base_url, ANTHROPIC_API_KEY=ANTHROPIC_KEY, **stale)
+        env = parent_env(fake.base_url, ANTHROPIC_API_KEY=TEST_KEYS["ANTHROPIC_API_KEY"], **stale)
         done = launch(["record", "--out", str(out)], env)
         root = fake.base_url
     assert done.returncode == 0, done.stderr
@@ -124,8 +125,8 @@ def test_a_divergence_the_agent_caught_is_one_clear_block(launched: tuple[Path, 
     assert "During handling" not in child_traceback
     frames = [line for line in child_traceback.splitlines() if line.startswith('  File "')]
     assert [f.split('"')[1].rsplit("/", 1)[-1] for f in frames] == [
-        "agent_script.py",
-        "agent_script.py",
+        "program.py",
+        "program.py",
         "session.py",
     ]
     assert child_traceback.rstrip().endswith(

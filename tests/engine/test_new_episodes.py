@@ -15,9 +15,7 @@ from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
-
-from .conftest import run_agent
-from .travel_agent import DEFAULT_TURNS, FINAL, WEATHER, ToolBox, script
+from tests.agents.travel import DEFAULT_TURNS, FINAL, WEATHER, ToolBox, run_agent, script
 
 PROMPTS = ("Weather in Paris?", "And in Rome, with the local time?")
 TWO_QUESTIONS = [

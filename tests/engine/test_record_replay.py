@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-
-from .conftest import Run, run_agent
-from .travel_agent import FINAL, WEATHER, Agent, ToolBox, script, tool_specs
+from tests.agents.travel import FINAL, SYSTEM, WEATHER, Run, ToolBox, run_agent, script, tool_specs
+from tests.conftest import NetworkGuard
 
 STEP_TYPES = [
     "model_input",
@@ -82,12 +80,12 @@ def test_replay_offline_gives_the_same_answer_and_runs_nothing(
     recorded: tuple[Path, Run, str],
     fake_provider: FakeProvider,
     flavor: tuple[str, bool],
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
 ) -> None:
     path, _, root = recorded
     seen = len(fake_provider.requests)
     fake_provider.stop()
-    attempts = no_network()
+    attempts = network_guard.block()
     run = replay(path, flavor, root)
     assert run.answer == FINAL
     assert run.box.calls == []
@@ -118,7 +116,7 @@ def test_two_recordings_of_one_run_have_no_semantic_difference(
 # -- divergences ---------------------------------------------------------------------------------
 
 CHANGES: dict[str, tuple[dict[str, Any], int, str, str, str]] = {
-    "system prompt": ({"system": "Be brief."}, 0, "systemPrompt", json.dumps(Agent.system), '"Be brief."'),
+    "system prompt": ({"system": "Be brief."}, 0, "systemPrompt", json.dumps(SYSTEM), '"Be brief."'),
     "tool schema": (
         {"tool_specs": "city description"},
         0,
@@ -245,18 +243,18 @@ def test_a_different_answer_diverges_at_outcome(
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_openai_through_a_legacy_httpx_client_records_and_replays(
-    fake_provider: FakeProvider, is_async: bool, tmp_path: Path, no_network: Callable[[], list[str]]
+    fake_provider: FakeProvider, is_async: bool, tmp_path: Path, network_guard: NetworkGuard
 ) -> None:
     flavor = ("openai", is_async)
     script(fake_provider, "openai")
     path = tmp_path / "httpx.json"
     run_agent(
-        flavor, fake_provider.base_url, legacy_httpx=True, session_options={"mode": "record", "out": path}
+        flavor, fake_provider.base_url, http_client="httpx", session_options={"mode": "record", "out": path}
     )
     assert [s["type"] for s in load_trace(path)["steps"]] == STEP_TYPES
     assert verify_trace(path).ok
     root = fake_provider.base_url
     fake_provider.stop()
-    attempts = no_network()
-    run = replay(path, flavor, root, legacy_httpx=True)
+    attempts = network_guard.block()
+    run = replay(path, flavor, root, http_client="httpx")
     assert (run.answer, run.box.calls, attempts) == (FINAL, [], [])

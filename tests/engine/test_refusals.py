@@ -11,9 +11,8 @@ import pytest
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
 from pytest_blackbox.testing.fake_provider import FakeProvider
-
-from .conftest import ANTHROPIC_KEY, OPENAI_KEY, run_agent
-from .travel_agent import WEATHER, ToolBox, script
+from tests import TEST_KEYS
+from tests.agents.travel import WEATHER, ToolBox, run_agent, script
 
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 1}
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
@@ -44,7 +43,7 @@ def test_a_refused_field_never_reaches_the_provider(
 def test_an_api_key_in_a_tool_result_refuses_the_cassette(
     fake_provider: FakeProvider, flavor: tuple[str, bool], tmp_path: Path
 ) -> None:
-    key = ANTHROPIC_KEY if flavor[0] == "anthropic" else OPENAI_KEY
+    key = TEST_KEYS[f"{flavor[0].upper()}_API_KEY"]
     script(fake_provider, flavor[0])
     leaky = ToolBox({**WEATHER, "Paris": {"city": "Paris", "debug": f"used key {key}"}})
     path = tmp_path / "leak.json"

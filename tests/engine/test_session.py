@@ -18,9 +18,8 @@ from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, BlackboxUsageError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-
-from .conftest import ANTHROPIC_KEY, Run, run_agent
-from .travel_agent import FINAL, MODELS, script
+from tests import TEST_KEYS
+from tests.agents.travel import FINAL, MODELS, Run, run_agent, script
 
 FINISHED_REQUEST = "[blackbox] the session has finished (finish() was called); this request was not sent"
 
@@ -137,7 +136,7 @@ def test_the_context_manager_finishes_the_run(fake_provider: FakeProvider, tmp_p
 
 def test_an_agent_error_is_recorded_masked(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), blackbox(mode="record", out=tmp_path / "err.json"):
-        raise RuntimeError(f"gave up with key {ANTHROPIC_KEY}")
+        raise RuntimeError(f"gave up with key {TEST_KEYS['ANTHROPIC_API_KEY']}")
     steps = load_trace(tmp_path / "err.json")["steps"]
     assert steps == [
         {

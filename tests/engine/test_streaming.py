@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,8 @@ from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-
-from .conftest import run_agent
-from .travel_agent import FINAL, MODELS, script
+from tests.agents.travel import FINAL, MODELS, run_agent, script
+from tests.conftest import NetworkGuard
 
 
 @pytest.mark.parametrize("replay_streams", [True, False], ids=["replayed-streamed", "replayed-plain"])
@@ -24,7 +22,7 @@ def test_a_streamed_run_records_and_replays(
     fake_provider: FakeProvider,
     flavor: tuple[str, bool],
     tmp_path: Path,
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
     replay_streams: bool,
 ) -> None:
     script(fake_provider, flavor[0])
@@ -44,7 +42,7 @@ def test_a_streamed_run_records_and_replays(
     ]
     root = fake_provider.base_url
     fake_provider.stop()
-    attempts = no_network()
+    attempts = network_guard.block()
     run = run_agent(flavor, root, stream=replay_streams, session_options={"mode": "replay", "cassette": path})
     assert (run.answer, run.box.calls, attempts) == (FINAL, [], [])
     assert run.session.report is not None and run.session.report.replayed_steps == 13
@@ -74,7 +72,7 @@ def test_a_stream_the_agent_stops_reading_is_not_recorded(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_the_responses_api_records_and_replays(
-    fake_provider: FakeProvider, tmp_path: Path, no_network: Callable[[], list[str]], stream: bool
+    fake_provider: FakeProvider, tmp_path: Path, network_guard: NetworkGuard, stream: bool
 ) -> None:
     fake_provider.queue_responses_text("Bonjour.")
     path = tmp_path / "responses.json"
@@ -93,6 +91,6 @@ def test_the_responses_api_records_and_replays(
     assert ask(fake_provider.base_url, {"mode": "record", "out": path}) == "Bonjour."
     root = fake_provider.base_url
     fake_provider.stop()
-    attempts = no_network()
+    attempts = network_guard.block()
     assert ask(root, {"mode": "replay", "cassette": path}) == "Bonjour."
     assert attempts == []

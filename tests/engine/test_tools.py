@@ -19,8 +19,7 @@ from pytest_blackbox.engine.tools import tool_input_of
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
-
-from .travel_agent import MODELS
+from tests.agents.travel import MODELS
 
 
 def conversation(

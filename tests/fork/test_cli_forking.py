@@ -22,10 +22,8 @@ FORK_ANSWER = (
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
+def workdir(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Path:
+    clean_env.chdir(tmp_path)
     return tmp_path
 
 

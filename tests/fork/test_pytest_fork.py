@@ -161,11 +161,12 @@ def test_other(blackbox):
 
 
 @pytest.fixture
-def tool_tests(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Two tool-only tests, recorded; then the fork settings go in the environment, as the launcher does."""
-    for name in [n for n in os.environ if n.startswith("BLACKBOX_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.delenv("CI", raising=False)  # recording is refused in CI; this fixture records on purpose
+def tool_tests(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> Path:
+    """Two tool-only tests, recorded; then the fork settings go in the environment, as the launcher does.
+
+    The environment is clean: no CI flag (recording is refused in CI, and this fixture records on
+    purpose) and no launcher variables but the ones set here.
+    """
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_tools=TOOL_TESTS)
     pytester.runpytest("-p", "no:xdist", "--record-mode=once").assert_outcomes(passed=2)
@@ -180,7 +181,7 @@ def tool_tests(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Pa
         "BLACKBOX_REPORT": str(pytester.path / "report.json"),
     }
     for name, value in fork_env.items():
-        monkeypatch.setenv(name, value)
+        clean_env.setenv(name, value)
     return cassette
 
 

@@ -2,9 +2,9 @@
 
 The fleet-triage vectors are the reference: forking ``triage-incident`` at step 5 with
 ``live-reading.json`` and the ``urgent-replies.json`` script must give ``triage-hypothesis`` (steps
-0–5 byte for byte, the rest by type and payload). The travel agent of the engine tests, recorded
-against the fake provider, covers the rest: siblings of the fork point's round, scripted tool calls,
-a live continuation, and every error a fork meets while it runs.
+0–5 byte for byte, the rest by type and payload). The travel agent (``tests/agents/travel.py``),
+recorded against the fake provider, covers the rest: siblings of the fork point's round, scripted
+tool calls, a live continuation, and every error a fork meets while it runs.
 """
 
 from __future__ import annotations
@@ -30,17 +30,15 @@ from pytest_blackbox.providers import CallIds
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.canonical import canonical_json
 from pytest_blackbox.trace.io import load_trace, parse_json
-from tests.engine.travel_agent import ToolBox
+from tests.agents import triage
+from tests.agents.travel import ToolBox, run_agent
 
-from . import triage_agent
 from .forkhelp import (
     FLAVOR_IDS,
     FLAVORS,
     ReversingAgent,
-    clean_environment,
     read_json,
     record_travel,
-    run_travel,
     ticks,
     tool_results,
     write_script,
@@ -51,9 +49,7 @@ HEATWAVE = {"city": "Rome", "tempC": 40.5, "sky": "heatwave"}
 HEAT_ANSWER = "Rome is in a heatwave."
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    clean_environment(monkeypatch)
+pytestmark = pytest.mark.usefixtures("provider_keys")
 
 
 @pytest.fixture(params=FLAVORS, ids=FLAVOR_IDS)
@@ -84,28 +80,28 @@ def fork_session(tmp_path: Path, parent: Path, at: int, replacement: Any, **opti
 
 def fork_triage(tmp_path: Path, match: str) -> tuple[RunReport, list[str], str]:
     out = tmp_path / "triage-hypothesis.json"
-    reading = parse_json(triage_agent.LIVE_READING.read_text(encoding="utf-8"))
+    reading = parse_json(triage.LIVE_READING.read_text(encoding="utf-8"))
     bb = blackbox(
         mode="fork",
-        cassette=triage_agent.INCIDENT,
+        cassette=triage.INCIDENT,
         out=out,
         fork_at=5,
         fork_set=reading,
         continue_with="script",
-        script=triage_agent.URGENT_REPLIES,
+        script=triage.URGENT_REPLIES,
         match=match,
         clock=ticks(1_790_676_900_000),
     )
     ran: list[str] = []
-    client = anthropic.Anthropic(base_url=triage_agent.CLOSED_URL, max_retries=0)
-    answer = triage_agent.run(client, bb.tools(triage_agent.tools(ran)))
+    client = anthropic.Anthropic(base_url=triage.CLOSED_URL, max_retries=0)
+    answer = triage.run(client, bb.tools(triage.tools(ran)))
     return bb.finish(result=answer), ran, answer
 
 
 def assert_is_the_hypothesis(out: Path) -> None:
     """Steps 0–5 byte for byte (ids, hashes, the parent's timestamps); later steps by type and payload."""
     text = out.read_bytes().decode("utf-8")
-    expected_text = triage_agent.HYPOTHESIS.read_bytes().decode("utf-8")
+    expected_text = triage.HYPOTHESIS.read_bytes().decode("utf-8")
     cut = expected_text.index('    {\n      "id": "triage-hypothesis:6"')
     assert text[:cut] == expected_text[:cut]
     child, expected = json.loads(text), json.loads(expected_text)
@@ -120,7 +116,7 @@ def assert_is_the_hypothesis(out: Path) -> None:
         (s["type"], canonical_json(s["payload"])) for s in expected["steps"]
     ]
     assert verify_trace(out).ok
-    diff = diff_traces(load_trace(triage_agent.INCIDENT), load_trace(out))
+    diff = diff_traces(load_trace(triage.INCIDENT), load_trace(out))
     assert (diff.first_divergence_index, diff.shared_prefix_length) == (5, 5)
 
 
@@ -135,14 +131,14 @@ def test_triage_fork_reproduces_the_hypothesis(tmp_path: Path, match: str) -> No
 
 
 def test_triage_fork_through_the_cli(tmp_path: Path) -> None:
-    """``blackbox fork … -- python triage_agent.py``: offline (a placeholder key), one outcome line."""
-    (tmp_path / "triage-incident.json").write_bytes(triage_agent.INCIDENT.read_bytes())
+    """``blackbox fork … -- python triage.py``: offline (a placeholder key), one outcome line."""
+    (tmp_path / "triage-incident.json").write_bytes(triage.INCIDENT.read_bytes())
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
     env.pop("ANTHROPIC_API_KEY", None)
     argv = [
         *("fork", "triage-incident.json", "--at", "5"),
-        *("--set", f"@{triage_agent.LIVE_READING}", "--out", "triage-hypothesis.json"),
-        *("--script", str(triage_agent.URGENT_REPLIES), "--", sys.executable, triage_agent.__file__),
+        *("--set", f"@{triage.LIVE_READING}", "--out", "triage-hypothesis.json"),
+        *("--script", str(triage.URGENT_REPLIES), "--", sys.executable, triage.__file__),
     ]
     done = subprocess.run(
         [sys.executable, "-m", "pytest_blackbox.cli", *argv],
@@ -170,7 +166,7 @@ def test_strict_prefix_diverges_where_sequence_forks(tmp_path: Path, fake_provid
     replies = [{"type": "final_answer", "text": HEAT_ANSWER}]
     bb = fork_session(tmp_path, parent, 7, HEATWAVE, script=replies)
     with pytest.raises(anthropic.BadRequestError):
-        run_travel(bb, flavor, fake_provider, system="Answer in French.")
+        run_agent(flavor, fake_provider, session=bb, finish=False, system="Answer in French.")
     with pytest.raises(ReplayDivergenceError) as caught:
         bb.finish()
     assert str(caught.value).splitlines()[0] == "replay diverged at step 0, systemPrompt"
@@ -178,7 +174,7 @@ def test_strict_prefix_diverges_where_sequence_forks(tmp_path: Path, fake_provid
     bb.stop()
 
     bb = fork_session(tmp_path, parent, 7, HEATWAVE, script=replies, match="sequence")
-    answer, _ = run_travel(bb, flavor, fake_provider, system="Answer in French.")
+    answer = run_agent(flavor, fake_provider, session=bb, finish=False, system="Answer in French.").answer
     assert bb.finish(result=answer).status == "success"
     child = read_json(tmp_path / "child.json")
     assert child["steps"][:7] == read_json(parent)["steps"][:7]  # the prefix is copied as recorded
@@ -196,7 +192,8 @@ def test_fork_at_a_tool_result_continued_with_a_script(
     bb = fork_session(
         tmp_path, parent_path, 7, HEATWAVE, script=[{"type": "final_answer", "text": HEAT_ANSWER}]
     )
-    answer, box = run_travel(bb, flavor, fake_provider)
+    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    answer, box = run.answer, run.box
     report = bb.finish(result=answer)
 
     assert answer == HEAT_ANSWER
@@ -241,7 +238,7 @@ def test_a_fork_writes_array_index_keys_first(tmp_path: Path, fake_provider: Fak
     bb = fork_session(
         tmp_path, parent_path, 7, replacement, script=[{"type": "final_answer", "text": HEAT_ANSWER}]
     )
-    answer, _ = run_travel(bb, flavor, fake_provider)
+    answer = run_agent(flavor, fake_provider, session=bb, finish=False).answer
     bb.finish(result=answer)
     child = read_json(tmp_path / "child.json")
     assert list(child["steps"][7]["payload"]["result"]) == ["2", "2024", "sky"]
@@ -261,7 +258,8 @@ def test_a_sibling_recorded_before_the_fork_point_is_served_from_the_cassette(
         {"city": "Rome", "time": "03:00"},
         script=[{"type": "final_answer", "text": "It is 3 am in Rome."}],
     )
-    answer, box = run_travel(bb, flavor, fake_provider, agent_class=ReversingAgent)
+    run = run_agent(flavor, fake_provider, session=bb, finish=False, agent_class=ReversingAgent)
+    answer, box = run.answer, run.box
     bb.finish(result=answer)
     assert box.calls == []  # get_weather(Rome) came from the cassette, after the fork point
     child = read_json(tmp_path / "child.json")
@@ -288,7 +286,8 @@ def test_a_scripted_tool_call_gets_a_fresh_id_and_runs_for_real(
         {"type": "final_answer", "text": "It is 14:05 in Oslo."},
     ]
     bb = fork_session(tmp_path, parent_path, 3, {"city": "Paris", "tempC": -3, "sky": "snow"}, script=replies)
-    answer, box = run_travel(bb, flavor, fake_provider)
+    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    answer, box = run.answer, run.box
     report = bb.finish(result=answer)
     assert (answer, report.steps, box.calls) == ("It is 14:05 in Oslo.", 11, [("get_time", "Oslo")])
     child = read_json(tmp_path / "child.json")
@@ -317,7 +316,7 @@ def test_a_recorded_error_is_replaced_by_the_result(tmp_path: Path, fake_provide
     bb = fork_session(
         tmp_path, parent_path, 7, HEATWAVE, script=[{"type": "final_answer", "text": HEAT_ANSWER}]
     )
-    answer, _ = run_travel(bb, flavor, fake_provider)
+    answer = run_agent(flavor, fake_provider, session=bb, finish=False).answer
     bb.finish(result=answer)
     step = read_json(tmp_path / "child.json")["steps"][7]
     assert step["payload"] == {"toolCallId": "call-1", "toolName": "get_weather", "result": HEATWAVE}
@@ -334,7 +333,8 @@ def test_a_live_fork_sends_only_the_calls_after_the_fork_point(
     else:
         fake_provider.queue_openai_text("Live: Rome is in a heatwave.")
     bb = fork_session(tmp_path, parent_path, 7, HEATWAVE, continue_with="live")
-    answer, box = run_travel(bb, flavor, fake_provider)
+    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    answer, box = run.answer, run.box
     bb.finish(result=answer)
     assert answer == "Live: Rome is in a heatwave."
     assert len(fake_provider.requests) == sent + 1
@@ -351,7 +351,13 @@ def test_fork_live_refuses_extended_thinking(tmp_path: Path, fake_provider: Fake
     sent = len(fake_provider.requests)
     bb = fork_session(tmp_path, parent_path, 7, HEATWAVE, continue_with="live")
     with pytest.raises(anthropic.BadRequestError) as sdk_error:
-        run_travel(bb, flavor, fake_provider, extra={"thinking": {"type": "enabled", "budget_tokens": 1024}})
+        run_agent(
+            flavor,
+            fake_provider,
+            session=bb,
+            finish=False,
+            extra={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+        )
     assert f"[blackbox] {THINKING_MESSAGE}" in str(sdk_error.value)
     with pytest.raises(BlackboxUnsupportedError) as caught:
         bb.finish()
@@ -369,7 +375,7 @@ def test_the_run_ends_before_the_fork_point(tmp_path: Path, fake_provider: FakeP
     parent_path = tmp_path / "run.json"
     record_travel(fake_provider, flavor, parent_path)
     bb = fork_session(tmp_path, parent_path, 7, HEATWAVE, script=[])
-    answer, _ = run_travel(bb, flavor, fake_provider, max_model_calls=1)
+    answer = run_agent(flavor, fake_provider, session=bb, finish=False, max_model_calls=1).answer
     with pytest.raises(ForkError) as caught:
         bb.finish(result=answer)
     print(caught.value)
@@ -395,7 +401,9 @@ def test_a_prefix_tool_the_agent_skips(tmp_path: Path, fake_provider: FakeProvid
         return box.get_weather(city) if city == "Rome" else wrapped["get_weather"](city)
 
     with pytest.raises(anthropic.BadRequestError):
-        run_travel(bb, flavor, fake_provider, tools={**wrapped, "get_weather": get_weather})
+        run_agent(
+            flavor, fake_provider, session=bb, finish=False, tools={**wrapped, "get_weather": get_weather}
+        )
     with pytest.raises(ReplayDivergenceError) as caught:
         bb.finish()
     print(caught.value)
@@ -413,7 +421,7 @@ def test_the_script_runs_out(tmp_path: Path, fake_provider: FakeProvider) -> Non
     record_travel(fake_provider, flavor, parent_path)
     bb = fork_session(tmp_path, parent_path, 7, HEATWAVE, script=[])
     with pytest.raises(openai.BadRequestError) as sdk_error:
-        run_travel(bb, flavor, fake_provider)
+        run_agent(flavor, fake_provider, session=bb, finish=False)
     message = (
         "the fork script ran out after 0 response(s); add more model outputs to it or continue with --live"
     )
@@ -430,7 +438,7 @@ def test_the_script_runs_out(tmp_path: Path, fake_provider: FakeProvider) -> Non
 
 def test_scripted_calls_continue_the_ids_and_default_their_input() -> None:
     fork = SessionFork(
-        parent=load_trace(triage_agent.INCIDENT),
+        parent=load_trace(triage.INCIDENT),
         at=5,
         replacement={},
         continue_with="script",
@@ -453,7 +461,7 @@ def test_scripted_calls_continue_the_ids_and_default_their_input() -> None:
 
 def test_a_fork_step_without_a_result_is_refused() -> None:
     """The schema already refuses such a file; the check stands on its own for a trace built in code."""
-    steps = read_json(triage_agent.INCIDENT)["steps"]
+    steps = read_json(triage.INCIDENT)["steps"]
     steps[5]["payload"] = {"toolCallId": "call-1", "toolName": "get_telemetry"}
     with pytest.raises(ForkError) as caught:
         _check_fork_step(steps, 5)

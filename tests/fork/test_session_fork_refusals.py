@@ -19,9 +19,9 @@ from pytest_blackbox.engine.fork import SCRIPT_SHAPE
 from pytest_blackbox.engine.options import resolve_options
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxError
+from tests.agents import triage
 
-from . import triage_agent
-from .forkhelp import clean_environment, write_script
+from .forkhelp import write_script
 
 MARKER = "do-not-quote-7f3a"
 RAN = [sys.executable, "-c", "open('ran', 'w').close()"]
@@ -30,11 +30,10 @@ USAGE = "blackbox fork <cassette> --at N --set JSON --out F (--live | --script R
 
 
 @pytest.fixture(autouse=True)
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vectors_dir: Path) -> Path:
+def workdir(tmp_path: Path, provider_keys: pytest.MonkeyPatch, vectors_dir: Path) -> Path:
     """A directory holding the parent, a plain cassette without tools, and a script."""
-    clean_environment(monkeypatch)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "parent.json").write_bytes(triage_agent.INCIDENT.read_bytes())
+    provider_keys.chdir(tmp_path)
+    (tmp_path / "parent.json").write_bytes(triage.INCIDENT.read_bytes())
     (tmp_path / "plain.json").write_bytes(
         (vectors_dir / "fixtures/traces/success-final-answer.v2.json").read_bytes()
     )
@@ -285,7 +284,7 @@ def test_a_fork_that_fails_while_running_reports_it(workdir: Path) -> None:
     env.pop("ANTHROPIC_API_KEY", None)
     command = [sys.executable, "-m", "pytest_blackbox.cli", "fork", *argv(script="empty.json")]
     done = subprocess.run(
-        [*command, "--", sys.executable, triage_agent.__file__],
+        [*command, "--", sys.executable, triage.__file__],
         env=env,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""Shared pieces of the framework tests: keys, a clean session environment, the tools and an offline guard.
+"""Shared pieces of the framework tests: the tools, the inner pytest runs, and readers of the cassette.
 
 Each framework module records one agent run against the fake provider, stops the fake, and replays
 the cassette with a guard that fails the test on any connection attempt: a replay that is not fully
@@ -8,61 +8,26 @@ offline cannot pass.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine import exithooks
-from pytest_blackbox.engine.launched import LAUNCHED_VAR
-from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.trace.io import load_trace
 
-ANTHROPIC_KEY = "sk-ant-api03-frameworks-test-key-0123456789abcdef"
-OPENAI_KEY = "sk-proj-frameworks-test-key-0123456789abcdefghij"
 INSTRUCTIONS = "You are a travel assistant. Answer only from the tools' data."
 CHANGED_INSTRUCTIONS = "You are a pirate. Answer in pirate speak."
 INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-#: Variables an inner run must not inherit: CI refuses recording, and the base URLs and keys are per test.
-INNER_ENV_CLEARED = (
-    "CI",
-    "PYTEST_ADDOPTS",
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_BASE_URL",
-    "EXPECT_TOOL_CALLS",
-)
 WEATHER = {"city": "Paris", "tempC": 21, "sky": "clear"}
 LOCAL_TIME = "14:05"
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provider keys set, no stale BLACKBOX_* variable, and no process-wide exit hooks in the test process."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(exithooks, "_install", lambda: None)
-
-
-@pytest.fixture
-def sessions() -> Iterator[Callable[..., Session]]:
-    """``blackbox(**options)``, stopped at teardown: a failed test leaves no interception behind."""
-    opened: list[Session] = []
-
-    def start(**options: Any) -> Session:
-        session = blackbox(**options)
-        opened.append(session)
-        return session
-
-    yield start
-    for session in opened:
-        session.stop()
+def _keys(provider_keys: pytest.MonkeyPatch) -> None:
+    """Every framework test runs in a clean environment with the suite's provider keys."""
 
 
 class TravelTools:
@@ -130,7 +95,6 @@ class InnerSuite:
 
 @pytest.fixture
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> InnerSuite:
-    for name in INNER_ENV_CLEARED:
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("EXPECT_TOOL_CALLS", raising=False)
     pytester.makeini(INNER_INI)
     return InnerSuite(pytester, monkeypatch)

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import NetworkGuard
+
 pytest.importorskip(
     "instructor",
     reason="instructor is not installed: its jiter<0.15 pin excludes openai>=3.4, so .ci/instructor tests it "
@@ -32,12 +34,11 @@ from pydantic import BaseModel, field_validator
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests import TEST_KEYS
 
 from .conftest import (
-    ANTHROPIC_KEY,
     CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
-    OPENAI_KEY,
     InnerSuite,
     compact,
     payload,
@@ -74,10 +75,12 @@ class Flavor:
         is_async = self.style == "async"
         if self.api == "anthropic":
             sdk: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
-                base_url=root, api_key=ANTHROPIC_KEY
+                base_url=root, api_key=TEST_KEYS["ANTHROPIC_API_KEY"]
             )
             return instructor.from_anthropic(sdk)
-        sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(base_url=root + "/v1", api_key=OPENAI_KEY)
+        sdk = (openai.AsyncOpenAI if is_async else openai.OpenAI)(
+            base_url=root + "/v1", api_key=TEST_KEYS["OPENAI_API_KEY"]
+        )
         mode = instructor.Mode.RESPONSES_TOOLS if self.api == "openai-responses" else instructor.Mode.TOOLS
         return instructor.from_openai(sdk, mode=mode)
 
@@ -163,9 +166,9 @@ def test_the_recording_holds_the_forced_tool_call(recorded: Recording) -> None:
 
 
 def test_replay_is_offline_and_gives_the_same_object(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = no_network()
+    attempts = network_guard.block()
     bb = sessions(mode="replay", cassette=recorded.path)
     report = extract(flavor, recorded.root)
     finished = bb.finish(result=report.model_dump_json())
@@ -180,10 +183,10 @@ def test_replay_is_offline_and_gives_the_same_object(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     """instructor does not retry an HTTP 400: the SDK's error reaches the caller at once."""
-    no_network()
+    network_guard.block()
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(Exception) as rejected:
         extract(flavor, recorded.root, instructions=CHANGED_INSTRUCTIONS)
@@ -219,13 +222,13 @@ def test_a_reask_after_a_failed_validation_replays(
     flavor: Flavor,
     fake_provider: FakeProvider,
     tmp_path: Path,
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
     sessions: Callable[..., Session],
 ) -> None:
     """The re-ask carries the validation error back to the model: a second recorded call, replayed alike."""
     path = tmp_path / "reask.json"
     root = record_reask(flavor, fake_provider, path, sessions)
-    attempts = no_network()
+    attempts = network_guard.block()
     bb = sessions(mode="replay", cassette=path)
     report = extract(flavor, root)
     assert bb.finish(result=report.model_dump_json()).replayed_steps == 5
@@ -236,7 +239,7 @@ def test_a_reask_after_a_failed_validation_replays(
 def test_a_responses_reask_quotes_the_provider_call_id_so_it_replays_only_in_sequence_mode(
     fake_provider: FakeProvider,
     tmp_path: Path,
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
     sessions: Callable[..., Session],
 ) -> None:
     """On the Responses API instructor writes the provider's call id (``fc_…``) into the re-ask's text.
@@ -244,7 +247,7 @@ def test_a_responses_reask_quotes_the_provider_call_id_so_it_replays_only_in_seq
     names the re-ask's text; ``match="sequence"`` replays it."""
     path = tmp_path / "reask.json"
     root = record_reask(Flavor("openai-responses"), fake_provider, path, sessions)
-    no_network()
+    network_guard.block()
     strict = sessions(mode="replay", cassette=path)
     with pytest.raises(Exception, match=r"InstructorRetryException|diverged"):
         extract(Flavor("openai-responses"), root)

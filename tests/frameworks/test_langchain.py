@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import NetworkGuard
+
 pytest.importorskip(
     "langchain_core", reason="LangChain is not installed (pip install 'pytest-blackbox[frameworks]')"
 )
@@ -83,7 +85,7 @@ class Flavor:
 
     def model(self, root: str) -> BaseChatModel:
         if self.api == "anthropic":
-            return ChatAnthropic(model_name="claude-sonnet-5-5", base_url=root, max_tokens_to_sample=1024)
+            return ChatAnthropic(model="claude-sonnet-5-5", base_url=root, max_tokens=1024)
         return ChatOpenAI(
             model="gpt-5", base_url=root + "/v1", use_responses_api=self.api == "openai-responses"
         )
@@ -218,9 +220,9 @@ def test_the_tool_results_go_back_to_the_model(recorded: Recording) -> None:
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = no_network()
+    attempts = network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = run(flavor, recorded.root, bb, tools)
@@ -232,10 +234,10 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     """LangChain raises the SDK's own error for the 400 that carries the divergence."""
-    no_network()
+    network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import NetworkGuard
+
 pytest.importorskip(
     "langgraph", reason="LangGraph is not installed (pip install 'pytest-blackbox[frameworks]')"
 )
@@ -82,7 +84,7 @@ class Flavor:
 
     def model(self, root: str) -> BaseChatModel:
         if self.api == "anthropic":
-            return ChatAnthropic(model_name="claude-sonnet-5-5", base_url=root, max_tokens_to_sample=1024)
+            return ChatAnthropic(model="claude-sonnet-5-5", base_url=root, max_tokens=1024)
         return ChatOpenAI(model="gpt-5", base_url=root + "/v1")
 
     def script(self, fake: FakeProvider) -> None:
@@ -104,7 +106,9 @@ FLAVORS = [
 ]
 
 
-def tool_node_graph(model: BaseChatModel, tools: list[Callable[..., Any]], instructions: str) -> Any:
+def tool_node_graph(
+    model: BaseChatModel, tools: list[Callable[..., Any]], instructions: str
+) -> CompiledStateGraph[Any]:
     """The ReAct loop LangGraph documents: a model node, a ``ToolNode``, and ``tools_condition`` between."""
     bound = model.bind_tools(tools)
 
@@ -197,9 +201,9 @@ def test_the_wrapper_is_invisible_to_langchain(recorded: Recording, flavor: Flav
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = no_network()
+    attempts = network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = run(flavor, recorded.root, bb, tools)
@@ -211,9 +215,9 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    no_network()
+    network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError

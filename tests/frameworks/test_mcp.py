@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import NetworkGuard
+
 pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'pytest-blackbox[frameworks]')")
 
 import anthropic
@@ -31,12 +33,11 @@ from pytest_blackbox.engine.mcp import listing_tool_name, mcp_error_from_text, m
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError, BlackboxUsageError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests import TEST_KEYS
 
 from .conftest import (
-    ANTHROPIC_KEY,
     CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
-    OPENAI_KEY,
     InnerSuite,
     payload,
     step_types,
@@ -114,7 +115,7 @@ class Flavor:
 async def anthropic_agent(
     root: str, weather: MCPClient, listed: list[Any], instructions: str, observed: Observed
 ) -> str:
-    client = anthropic.AsyncAnthropic(base_url=root, api_key=ANTHROPIC_KEY)
+    client = anthropic.AsyncAnthropic(base_url=root, api_key=TEST_KEYS["ANTHROPIC_API_KEY"])
     tools: Any = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in listed
     ]
@@ -139,7 +140,7 @@ async def anthropic_agent(
 async def openai_agent(
     root: str, weather: MCPClient, listed: list[Any], instructions: str, observed: Observed
 ) -> str:
-    client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=OPENAI_KEY)
+    client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=TEST_KEYS["OPENAI_API_KEY"])
     tools: Any = [
         {
             "type": "function",
@@ -156,6 +157,7 @@ async def openai_agent(
             return reply.message.content or ""
         messages.append(reply.message.model_dump(exclude_none=True))
         for call in reply.message.tool_calls:
+            assert call.type == "function", call
             text, _is_error = await observed.call(
                 weather, call.function.name, json.loads(call.function.arguments)
             )
@@ -253,11 +255,11 @@ async def test_replay_never_starts_the_server_and_the_agent_sees_the_same(
     recorded: Recording,
     flavor: Flavor,
     tmp_path: Path,
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
     sessions: Callable[..., Session],
 ) -> None:
     """The server's command does not exist in the replay: starting it would fail the run."""
-    attempts = no_network()
+    attempts = network_guard.block()
     bb = sessions(mode="replay", cassette=recorded.path)
     gone = stdio(str(tmp_path / "no-such-python"), recorded.starts)
     answer, observed, connected = await run_agent(flavor, recorded.root, bb, gone)
@@ -280,11 +282,11 @@ async def test_strict_replay_fails_on_changed_instructions_without_starting_the_
     recorded: Recording,
     flavor: Flavor,
     tmp_path: Path,
-    no_network: Callable[[], list[str]],
+    network_guard: NetworkGuard,
     sessions: Callable[..., Session],
 ) -> None:
     """The listing replays; the first model call, which carries the changed prompt, is refused."""
-    no_network()
+    network_guard.block()
     bb = sessions(mode="replay", cassette=recorded.path)
     expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
     with pytest.raises(expected) as rejected:
@@ -335,7 +337,7 @@ async def test_calls_record_under_the_prefixed_name_the_agent_shows_the_model(
     fake_provider.queue_anthropic_text(FINAL)
     path = tmp_path / "prefixed.json"
     bb = sessions(mode="record", out=path)
-    client = anthropic.AsyncAnthropic(base_url=fake_provider.base_url, api_key=ANTHROPIC_KEY)
+    client = anthropic.AsyncAnthropic(base_url=fake_provider.base_url, api_key=TEST_KEYS["ANTHROPIC_API_KEY"])
     async with mcp_client(
         bb, stdio(sys.executable, tmp_path / "starts.txt"), name="weather", tool_prefix="weather_"
     ) as weather:

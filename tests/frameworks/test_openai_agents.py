@@ -33,11 +33,12 @@ from agents import (
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests import TEST_KEYS
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
-    OPENAI_KEY,
     WEATHER,
     InnerSuite,
     TravelTools,
@@ -84,7 +85,7 @@ class Flavor:
     streamed: bool = False
 
     def model(self, root: str) -> Model:
-        client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=OPENAI_KEY)
+        client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=TEST_KEYS["OPENAI_API_KEY"])
         if self.api == "chat":
             return OpenAIChatCompletionsModel(model="gpt-5", openai_client=client)
         return OpenAIResponsesModel(model="gpt-5", openai_client=client)
@@ -194,9 +195,9 @@ def test_the_tool_result_goes_back_to_the_model(recorded: Recording) -> None:
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = no_network()
+    attempts = network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = run(flavor, recorded.root, bb, tools)
@@ -208,9 +209,9 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    no_network()
+    network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(openai.BadRequestError) as rejected:

@@ -32,6 +32,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,
@@ -226,9 +227,9 @@ def test_the_tool_results_go_back_to_the_model(recorded: Recording, flavor: Flav
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = no_network()
+    attempts = network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = run(flavor, recorded.root, bb, tools)
@@ -240,9 +241,9 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, no_network: Callable[[], list[str]], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    no_network()
+    network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(ModelRequestRejectedError) as rejected:

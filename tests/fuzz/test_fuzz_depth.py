@@ -23,8 +23,9 @@ from pytest_blackbox.importers import import_chat_json, import_claude_code
 from pytest_blackbox.trace.canonical import sha256_hex
 from pytest_blackbox.trace.errors import CassetteReadError
 from pytest_blackbox.trace.io import parse_trace
+from tests import vector_text
 
-from .conftest import TRANSCRIPTS, Scratch, assert_clean_message, attempt, timed, vector_text
+from .conftest import TRANSCRIPTS, Scratch, assert_clean_message, attempt, timed
 
 DEPTHS = (50, 300, 600, 900, 2000)
 

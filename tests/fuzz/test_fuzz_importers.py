@@ -19,6 +19,7 @@ from pytest_blackbox.errors import TranscriptImportError
 from pytest_blackbox.importers import import_chat_json, import_claude_code
 from pytest_blackbox.trace.canonical import canonical_json
 from pytest_blackbox.trace.io import dumps_trace, parse_trace
+from tests import vector_text
 
 from .conftest import (
     MARKER,
@@ -33,7 +34,6 @@ from .conftest import (
     structural_mutant,
     texts,
     timed,
-    vector_text,
 )
 
 TRACE_ID = "fuzz-import"

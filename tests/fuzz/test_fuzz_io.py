@@ -23,6 +23,7 @@ from pytest_blackbox.trace.errors import (
 )
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_trace
 from pytest_blackbox.trace.model import Trace
+from tests import vector_text
 
 from .conftest import (
     MARKER,
@@ -44,7 +45,6 @@ from .conftest import (
     reseal,
     structural_mutant,
     timed,
-    vector_text,
 )
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,16 +26,15 @@ import httpx
 import openai
 import pytest
 
-from pytest_blackbox.engine import exithooks
-from pytest_blackbox.engine.launched import LAUNCHED_VAR
-from pytest_blackbox.engine.options import SESSION_ENV_VARS
-from pytest_blackbox.engine.session import Session, blackbox
+from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
+from tests import TEST_KEYS
+from tests.conftest import NetworkGuard
 
-ANTHROPIC_KEY = "sk-ant-api03-legacy-test-key-0123456789abcdef"
-OPENAI_KEY = "sk-proj-legacy-test-key-0123456789abcdefghij"
+ANTHROPIC_KEY = TEST_KEYS["ANTHROPIC_API_KEY"]
+OPENAI_KEY = TEST_KEYS["OPENAI_API_KEY"]
 LEGACY = int(anthropic.__version__.split(".")[0]) < 1 and int(openai.__version__.split(".")[0]) < 3
 SYSTEM = "You are a travel assistant. Answer only from the tools' data."
 CHANGED_SYSTEM = "You are a pirate. Answer in pirate speak."
@@ -73,53 +71,7 @@ PARAMS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provider keys set, no stale BLACKBOX_* variable, and no process-wide exit hooks in the test process."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    for name in (*SESSION_ENV_VARS, LAUNCHED_VAR):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(exithooks, "_install", lambda: None)
-
-
-@pytest.fixture
-def sessions() -> Iterator[Callable[..., Session]]:
-    """``blackbox(**options)``, stopped at teardown: a failed test leaves no interception behind."""
-    opened: list[Session] = []
-
-    def start(**options: Any) -> Session:
-        session = blackbox(**options)
-        opened.append(session)
-        return session
-
-    yield start
-    for session in opened:
-        session.stop()
-
-
-class NetworkUsed(AssertionError):
-    """A replay tried to open a connection."""
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every connection attempt fails the test; the attempts seen are listed."""
-    attempts: list[str] = []
-
-    def refuse(kind: str) -> Callable[..., Any]:
-        def guard(*args: Any, **kwargs: Any) -> Any:
-            attempts.append(f"{kind}{args[1:]!r}")
-            raise NetworkUsed(f"a replay opened a connection: {kind}{args[1:]!r}")
-
-        return guard
-
-    monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
-    monkeypatch.setattr(
-        asyncio.base_events.BaseEventLoop, "create_connection", refuse("loop.create_connection")
-    )
-    yield attempts
+pytestmark = pytest.mark.usefixtures("provider_keys")
 
 
 @dataclass
@@ -450,8 +402,9 @@ def test_the_legacy_wire_details(recorded: Recording, flavor: Flavor) -> None:
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, offline: list[str], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    offline = network_guard.block()
     tools = Tools(flavor.is_async)
     bb = sessions(mode="replay", cassette=recorded.path)
     answer = flavor.run(recorded.root, bb, tools)
@@ -463,8 +416,9 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_a_changed_system_prompt(
-    recorded: Recording, flavor: Flavor, offline: list[str], sessions: Callable[..., Session]
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    offline = network_guard.block()
     tools = Tools(flavor.is_async)
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(
@@ -487,8 +441,9 @@ def test_the_clients_send_through_the_http_library_of_their_generation(flavor: F
 
 
 def test_a_cassette_recorded_with_the_legacy_sdks_replays(
-    flavor: Flavor, offline: list[str], sessions: Callable[..., Session]
+    flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    offline = network_guard.block()
     tools = Tools(flavor.is_async)
     bb = sessions(mode="replay", cassette=LEGACY_CASSETTES / f"{flavor.api}.json")
     answer = flavor.run("http://127.0.0.1:9", bb, tools)

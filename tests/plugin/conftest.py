@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,19 +31,8 @@ ANSWERS = {
 }
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-_ENV_CLEARED = (
-    "CI",
-    "BUILD_NUMBER",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_API_KEY",
-    "PYTEST_ADDOPTS",
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-    "BLACKBOX_EXAMPLE_LIVE",
-    "WEATHER_CITY",
-    "WEATHER_FAIL",
-    "SECOND_CITY",
-)
+#: The inner tests' own switches (the example's conftest reads the first): no run inherits them.
+_SCENARIO_ENV = ("BLACKBOX_EXAMPLE_LIVE", "WEATHER_CITY", "WEATHER_FAIL", "SECOND_CITY")
 
 HEADER = """\
 import os
@@ -136,16 +124,13 @@ class Suite:
 
 
 @pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
-    """No CI flag, no keys, no leftovers: each inner run sees only what its test sets."""
-    for name in _ENV_CLEARED:
-        monkeypatch.delenv(name, raising=False)
-    yield monkeypatch
-
-
-@pytest.fixture
 def bare_dir(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> pytest.Pytester:
-    """An empty pytester directory with the inner ini."""
+    """An empty pytester directory with the inner ini; no key and no leftover switch in the environment.
+
+    Each inner run sees only what its test sets: a replay must pass with no API key at all.
+    """
+    for name in _SCENARIO_ENV:
+        clean_env.delenv(name, raising=False)
     pytester.makeini(INNER_INI)
     return pytester
 

@@ -16,9 +16,7 @@ from pytest_blackbox.providers.common import json_copy
 from pytest_blackbox.providers.sse import SseEvent, encode_event, parse_events, pieces
 from pytest_blackbox.trace.canonical import pretty_json
 
-from .test_anthropic import neutral_outputs as anthropic_outputs
-from .test_anthropic import tool_inputs as object_inputs
-from .test_openai_chat import neutral_outputs as chat_outputs
+from .outputs import argument_inputs, neutral_outputs, object_inputs
 
 TOOL_OUTPUT = {
     "type": "tool_calls",
@@ -207,7 +205,7 @@ def test_an_empty_final_answer_streams_no_content_block() -> None:
     assert events[2][1]["delta"]["stop_reason"] == "end_turn"
 
 
-@given(anthropic_outputs(object_inputs), st.integers(0, 1000))
+@given(neutral_outputs(object_inputs), st.integers(0, 1000))
 def test_an_anthropic_stream_collects_back_to_the_recorded_output(output: dict[str, Any], index: int) -> None:
     events = anthropic.synthesize_stream(output, output_index=index, model="m", timestamp=0)
     collected = anthropic.collect_stream(b"".join(events))
@@ -215,7 +213,7 @@ def test_an_anthropic_stream_collects_back_to_the_recorded_output(output: dict[s
     assert pretty_json(anthropic.normalize_response(collected, CallIds())) == pretty_json(output)
 
 
-@given(anthropic_outputs(object_inputs))
+@given(neutral_outputs(object_inputs))
 def test_an_anthropic_stream_collects_to_the_synthesized_message(output: dict[str, Any]) -> None:
     events = anthropic.synthesize_stream(output, output_index=2, model="m", timestamp=0)
     body = anthropic.synthesize_response(output, output_index=2, model="m", timestamp=0)
@@ -550,7 +548,7 @@ def test_chat_tool_calls_without_text_stream_null_content() -> None:
     assert events[-2] == (None, chunk({}, "length"))
 
 
-@given(chat_outputs(), st.booleans())
+@given(neutral_outputs(argument_inputs), st.booleans())
 def test_a_chat_stream_collects_back_to_the_recorded_output(
     output: dict[str, Any], include_usage: bool
 ) -> None:
@@ -563,7 +561,7 @@ def test_a_chat_stream_collects_back_to_the_recorded_output(
     assert pretty_json(openai_chat.normalize_response(collected, CallIds())) == pretty_json(output)
 
 
-@given(chat_outputs())
+@given(neutral_outputs(argument_inputs))
 def test_a_chat_stream_with_usage_collects_to_the_synthesized_completion(output: dict[str, Any]) -> None:
     request = {"stream_options": {"include_usage": True}}
     events = openai_chat.synthesize_stream(

@@ -32,22 +32,12 @@ from pytest_blackbox.errors import (
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
 from pytest_blackbox.trace.io import load_trace
 from tests import VECTORS
+from tests.agents import PROGRAM
+from tests.agents.lookup import DEFAULT_TURNS, FINAL, Lookup, record, run_agent, script, tool_specs
+from tests.conftest import NetworkGuard
 
-from .agent import (
-    DEFAULT_TURNS,
-    FINAL,
-    SDKS,
-    Lookup,
-    files_in,
-    final_body,
-    hanging_answer,
-    record,
-    run_agent,
-    script,
-)
-from .conftest import NetworkGuard
+from .conftest import SDKS, files_in, final_body, hanging_answer
 
-PROGRAM = Path(__file__).with_name("agent_program.py")
 OUTCOME_HINT = (
     "Every model call matched, but the agent ended the run differently: the result or error it passed to "
     "finish() is not the recorded one."
@@ -201,7 +191,9 @@ def launch(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 
 def program_env(sdk: str, root: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
-    env.update(SECURITY_SDK=sdk, SECURITY_BASE_URL=root, PYTHONWARNINGS="ignore", **extra)
+    env.update(
+        AGENT_CONVERSATION="lookup", AGENT_SDK=sdk, AGENT_BASE_URL=root, PYTHONWARNINGS="ignore", **extra
+    )
     return env
 
 
@@ -323,7 +315,7 @@ def test_6_an_exit_with_a_call_running_ends_with_calls_in_flight(
         OPENAI_API_KEY="test-key",
         BLACKBOX_MODE="record",
         BLACKBOX_OUT=str(out),
-        SECURITY_READY=str(ready),
+        AGENT_READY=str(ready),
     )
     try:
         proc = subprocess.run(
@@ -524,7 +516,9 @@ USAGE_SCHEMA = {
 def test_4_a_tool_schema_with_a_property_named_usage_records_and_verifies(
     fake_provider: FakeProvider, tmp_path: Path, sdk: str
 ) -> None:
-    _, replay, path = round_trip(fake_provider, tmp_path, sdk, DEFAULT_TURNS, tool_schema=USAGE_SCHEMA)
+    _, replay, path = round_trip(
+        fake_provider, tmp_path, sdk, DEFAULT_TURNS, tool_specs=tool_specs(USAGE_SCHEMA)
+    )
     assert replay.answer == FINAL
     assert load_trace(path)["steps"][0]["payload"]["tools"][0]["inputSchema"] == USAGE_SCHEMA
 

@@ -27,8 +27,9 @@ from pytest_blackbox.importers import import_chat_json, import_claude_code
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests import VECTORS
+from tests.agents.lookup import record, run_agent
 
-from .agent import KEYS, SDKS, files_in, record, run_agent
+from .conftest import KEYS, SDKS, files_in
 
 PARENT = VECTORS / "fixtures" / "traces" / "success-tool-use.v2.json"
 CANARY = "CANARY <private-7f3a>"

@@ -29,9 +29,10 @@ from pytest_blackbox.errors import OfflineRequestError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
+from tests.agents.lookup import Lookup, record, run_agent
+from tests.conftest import NetworkGuard, NetworkUsed
 
-from .agent import ANTHROPIC_KEY, SDKS, Lookup, record, run_agent
-from .conftest import NetworkGuard, NetworkUsed
+from .conftest import ANTHROPIC_KEY, SDKS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather"
 

@@ -30,12 +30,12 @@ from pytest_blackbox.errors import BlackboxError, ReplayDivergenceError, SecretL
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-from tests import VECTORS
+from tests import TEST_KEYS, VECTORS
+from tests.agents import PROGRAM
+from tests.agents.lookup import DEFAULT_TURNS, FINAL, Lookup, record, run_agent, script
 
-from .agent import DEFAULT_TURNS, FINAL, KEYS, LITERAL_KEY, SDKS, Lookup, files_in, record, run_agent, script
-from .conftest import TEST_KEY
+from .conftest import KEYS, LITERAL_KEY, SDKS, files_in
 
-PROGRAM = Path(__file__).with_name("agent_program.py")
 LEAK = "refusing to write the cassette: it contains your API key"
 KEY_IDS = [kind for kind, _, _ in KEYS]
 
@@ -141,7 +141,7 @@ def test_a_key_learned_from_the_request_headers_refuses_the_cassette(
     script(fake_provider, sdk)
     session = blackbox(mode="record", out=out)
     run = run_agent(session, sdk, fake_provider.base_url, api_key=key, system=f"Remember {key}.")
-    assert os.environ[variable] == TEST_KEY
+    assert os.environ[variable] == TEST_KEYS[variable]
     with pytest.raises(SecretLeakError) as caught:
         session.finish(result=run.answer)
     assert str(caught.value) == LEAK
@@ -170,7 +170,7 @@ def clean_cassette(
     ("change", "path", "actual"),
     [
         ({"system": "Use {key} now."}, "systemPrompt", '"Use [redacted] now."'),
-        ({"prompt": "Weather? key={key}"}, "messages[0].content", '"Weather? key=[redacted]"'),
+        ({"prompts": ["Weather? key={key}"]}, "messages[0].content", '"Weather? key=[redacted]"'),
         ({"tool_extra": {"token": "{key}"}}, "tool lookup input", '{"city":"Paris","token":"[redacted]"}'),
     ],
     ids=["system-prompt", "user-message", "tool-arguments"],
@@ -240,11 +240,16 @@ def test_the_launcher_never_prints_the_key(
     fake_provider: FakeProvider, tmp_path: Path, sdk: str, kind: str, key: str, variable: str
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
-    env.update(SECURITY_SDK=sdk, SECURITY_BASE_URL=fake_provider.base_url, PYTHONWARNINGS="ignore")
+    env.update(
+        AGENT_CONVERSATION="lookup",
+        AGENT_SDK=sdk,
+        AGENT_BASE_URL=fake_provider.base_url,
+        PYTHONWARNINGS="ignore",
+    )
     env[variable] = key
     script(fake_provider, sdk)
     leaky, clean = tmp_path / "leaky.json", tmp_path / "clean.json"
-    refused = launch(["record", "--out", str(leaky)], {**env, "SECURITY_SYSTEM": f"Key: {key}"})
+    refused = launch(["record", "--out", str(leaky)], {**env, "AGENT_SYSTEM": f"Key: {key}"})
     assert refused.returncode == 1
     assert refused.stderr.splitlines()[-1] == f"◼ blackbox · record  ✗ FAIL  failed: {LEAK}"
     assert not leaky.exists()
@@ -252,7 +257,7 @@ def test_the_launcher_never_prints_the_key(
     script(fake_provider, sdk)
     assert launch(["record", "--out", str(clean)], env).returncode == 0
     fake_provider.stop()
-    diverged = launch(["replay", str(clean)], {**env, "SECURITY_SYSTEM": f"Key: {key}"})
+    diverged = launch(["replay", str(clean)], {**env, "AGENT_SYSTEM": f"Key: {key}"})
     assert diverged.returncode == 1
     assert '  actual:   "Key: [redacted]"' in diverged.stderr.splitlines()
     for proc in (refused, diverged):
@@ -378,7 +383,7 @@ def test_a_realistic_key_the_session_does_not_know_is_refused_too(
 ) -> None:
     """Someone else's key (not in the environment, not sent): its format alone refuses the cassette."""
     options = plant(position, key, variable, monkeypatch)
-    monkeypatch.setenv(variable, TEST_KEY)
+    monkeypatch.setenv(variable, TEST_KEYS[variable])
     script(fake_provider, sdk, options.pop("turns", DEFAULT_TURNS))
     out = tmp_path / "run.json"
     session = blackbox(mode="record", out=out)
@@ -478,9 +483,10 @@ def test_the_exit_safety_net_refuses_a_leaky_cassette_without_printing_the_key(
     out = tmp_path / "run.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BLACKBOX_")}
     env.update(
-        SECURITY_SDK=sdk,
-        SECURITY_BASE_URL=fake_provider.base_url,
-        SECURITY_SYSTEM=f"Key: {LITERAL_KEY}",
+        AGENT_CONVERSATION="lookup",
+        AGENT_SDK=sdk,
+        AGENT_BASE_URL=fake_provider.base_url,
+        AGENT_SYSTEM=f"Key: {LITERAL_KEY}",
         ANTHROPIC_API_KEY=LITERAL_KEY,
         BLACKBOX_MODE="record",
         BLACKBOX_OUT=str(out),

@@ -227,7 +227,7 @@ def test_js_number_matches_the_reference(value: float) -> None:
     assert js_number(value) == ref_number(value)
 
 
-bmp_keys = st.text(st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=4)
+bmp_keys = st.text(st.characters(max_codepoint=0xFFFF, exclude_categories=["Cs"]), max_size=4)
 safe_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.text(max_size=8)),
     lambda children: st.one_of(

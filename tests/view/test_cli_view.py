@@ -15,10 +15,8 @@ from .conftest import FORK_CHILD, FORK_PARENT, SUCCESS, parse_page, raw_vector
 
 
 @pytest.fixture(autouse=True)
-def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def _in_tmp(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.chdir(tmp_path)
 
 
 def test_one_cassette_goes_to_its_stem_in_the_current_directory(

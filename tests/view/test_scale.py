@@ -20,10 +20,8 @@ BOUND_SECONDS = 10.0
 
 
 def test_ten_thousand_steps_render_through_the_cli_in_seconds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], long_trace: Trace
+    tmp_path: Path, clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], long_trace: Trace
 ) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cassette, out = tmp_path / "long.json", tmp_path / "long.html"
     save_trace(long_trace, cassette)
     started = time.perf_counter()

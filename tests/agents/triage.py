@@ -8,7 +8,7 @@ answer with the values the incident recorded. ``open_work_order`` derives its id
 (``WO-`` and the first six hex digits of the SHA-256 of the input's compact JSON), which reproduces
 both recorded work orders.
 
-As a program (``python triage_agent.py``) it runs under ``blackbox()`` configured by the
+As a program (``python triage.py``) it runs under ``blackbox()`` configured by the
 ``BLACKBOX_*`` variables, as the ``blackbox fork`` launcher sets them.
 """
 
@@ -120,7 +120,7 @@ def run(client: anthropic.Anthropic, wrapped: Mapping[str, Tool], max_calls: int
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from pytest_blackbox.engine.session import blackbox
+    from pytest_blackbox import blackbox
 
     session = blackbox()
     client = anthropic.Anthropic(base_url=CLOSED_URL, max_retries=0)

@@ -1,4 +1,4 @@
-"""The travel agent of ``travel_agent.py`` on Gemini, through the real ``google-genai`` client.
+"""The travel agent of ``travel.py`` on Gemini, through the real ``google-genai`` client.
 
 One loop covers the SDK's ways of calling the model: ``client.models`` or ``client.chats``, sync or
 ``client.aio``, plain or streamed. Function calls are answered by hand (the agent runs the tools, as
@@ -18,9 +18,10 @@ from typing import Any
 from google import genai
 from google.genai import types
 
-from pytest_blackbox.testing.fake_provider import FakeProvider
+from pytest_blackbox.testing import FakeProvider
 
-from .travel_agent import DEFAULT_TURNS, PROMPT, SYSTEM, Turn, settle, tool_specs
+from .loop import Turn, settle
+from .travel import DEFAULT_TURNS, PROMPT, SYSTEM, tool_specs
 
 MODEL = "gemini-2.5-flash"
 #: (api, is_async, stream): every way the agent can call the model.
@@ -83,7 +84,10 @@ class GeminiAgent:
                 return await self._chat(client, tools)
             return await self._models(client, tools)
         finally:
-            await settle(client.aio.aclose() if self.is_async else client.close())
+            if self.is_async:
+                await client.aio.aclose()
+            else:
+                client.close()
 
     # -- the two APIs ----------------------------------------------------------------------------
 
@@ -92,11 +96,14 @@ class GeminiAgent:
         config = self.config(tools)
         contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=self.prompt)])]
         while True:
-            request = {"model": MODEL, "contents": contents, "config": config}
             if self.stream:
-                chunks = await self._chunks(models.generate_content_stream(**request))
+                chunks = await self._chunks(
+                    models.generate_content_stream(model=MODEL, contents=contents, config=config)
+                )
             else:
-                chunks = [await settle(models.generate_content(**request))]
+                chunks = [
+                    await settle(models.generate_content(model=MODEL, contents=contents, config=config))
+                ]
             contents.extend(
                 c.candidates[0].content for c in chunks if c.candidates and c.candidates[0].content
             )

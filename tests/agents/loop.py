@@ -1,18 +1,18 @@
-"""A small tool-using agent, written once for both SDKs and for sync and async clients.
+"""One tool-calling agent, written once for both SDKs and for sync and async clients.
 
 The loop is an ``async`` function that awaits :func:`settle` on whatever the client and the tools
 return: with a sync client and sync tools nothing is ever awaited for real, so the sync SDK path
 (``httpx2.Client``) runs exactly as in a plain script; with an async client and async tools the same
 code awaits the SDK and gathers a parallel tool round concurrently.
 
-The default conversation makes three model calls: ``get_weather(Paris)``; then a parallel round
-``get_weather(Rome)`` + ``get_time(Rome)``; then the final answer.
+Every field of :class:`Agent` is a way to make a replay diverge (or not), or a place a test plants
+something; :class:`~tests.agents.travel.TravelAgent` and :class:`~tests.agents.lookup.LookupAgent`
+give it their conversation's defaults.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import importlib
 import inspect
 import json
@@ -20,42 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_blackbox.testing.fake_provider import FakeProvider
+from pytest_blackbox.testing import FakeProvider
 
-SYSTEM = "You are a travel assistant. Answer only from the tools' data."
-PROMPT = "What's the weather in Paris, and the weather and local time in Rome?"
-FINAL = "Paris is clear at 21°C. Rome is 24.5°C and it is 14:05 there."
-MODELS = {"anthropic": "claude-sonnet-5", "openai": "gpt-5"}
+#: The model's turns: (tool calls as (name, input), text).
+Turn = tuple[Sequence[tuple[str, Mapping[str, Any]]], "str | None"]
 
 
-def city_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"city": {"type": "string", "description": "City name"}},
-        "required": ["city"],
-    }
-
-
-def tool_specs() -> list[dict[str, Any]]:
-    """The two tools' definitions, each with its own schema object (so one can be changed alone)."""
-    return [
-        {"name": "get_weather", "description": "Current weather for a city.", "schema": city_schema()},
-        {"name": "get_time", "description": "Local time in a city.", "schema": city_schema()},
-    ]
-
-
-#: The model's turns: (tool calls, text).
-Turn = tuple[list[tuple[str, dict[str, Any]]], str | None]
-DEFAULT_TURNS: list[Turn] = [
-    ([("get_weather", {"city": "Paris"})], None),
-    ([("get_weather", {"city": "Rome"}), ("get_time", {"city": "Rome"})], "Checking Rome."),
-    ([], FINAL),
-]
-WEATHER = {"Paris": {"city": "Paris", "tempC": 21.0, "sky": "clear"}, "Rome": {"city": "Rome", "tempC": 24.5}}
-
-
-def script(fake: FakeProvider, sdk: str, turns: Sequence[Turn] = DEFAULT_TURNS) -> None:
-    """Queue the model's answers on the fake server, in the provider's own shapes."""
+def script(fake: FakeProvider, sdk: str, turns: Sequence[Turn]) -> None:
+    """Queue the model's answers on the fake provider, in the provider's own wire shapes."""
     for calls, text in turns:
         if sdk == "anthropic":
             fake.queue_anthropic_tool_calls(calls, text=text)
@@ -63,63 +35,63 @@ def script(fake: FakeProvider, sdk: str, turns: Sequence[Turn] = DEFAULT_TURNS) 
             fake.queue_openai_tool_calls(calls, text=text)
 
 
+def base_url(root: FakeProvider | str | None, sdk: str) -> str | None:
+    """The SDK's base URL for a server root (or a running fake); ``None``, the real API, stays ``None``."""
+    if root is None:
+        return None
+    url = root if isinstance(root, str) else root.base_url
+    return url if sdk == "anthropic" else url + "/v1"
+
+
 async def settle(value: Any) -> Any:
     """Await what is awaitable (async client or tool), pass plain values (sync) through."""
     return await value if inspect.isawaitable(value) else value
 
 
-class ToolBox:
-    """The real tool functions. They count their calls: a replay must run none of them."""
-
-    def __init__(self, weather: Mapping[str, Any] | None = None) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.weather = dict(WEATHER if weather is None else weather)
-
-    def get_weather(self, city: str) -> Any:
-        self.calls.append(("get_weather", city))
-        return copy.deepcopy(self.weather[city])
-
-    def get_time(self, city: str) -> Any:
-        self.calls.append(("get_time", city))
-        return {"city": city, "time": "14:05"}
-
-    def functions(self, is_async: bool) -> dict[str, Callable[..., Any]]:
-        """The tools as the agent gets them: sync functions, or coroutine functions."""
-        if not is_async:
-            return {"get_weather": self.get_weather, "get_time": self.get_time}
-
-        async def get_weather(city: str) -> Any:
-            await asyncio.sleep(0)
-            return self.get_weather(city)
-
-        async def get_time(city: str) -> Any:
-            await asyncio.sleep(0)
-            return self.get_time(city)
-
-        return {"get_weather": get_weather, "get_time": get_time}
+def tool_spec(name: str, description: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool definition in neither SDK's shape: the agent writes it in the shape of the one it uses."""
+    return {"name": name, "description": description, "schema": dict(schema)}
 
 
 @dataclass
 class Agent:
-    """One configurable agent; every field is a way to make a replay diverge (or not)."""
+    """A tool loop on the real SDK client, pointed at ``base_url`` (``None``: the SDK's default)."""
 
     sdk: str
     is_async: bool
-    base_url: str
-    system: str = SYSTEM
-    prompts: Sequence[str] = (PROMPT,)
-    tool_specs: list[dict[str, Any]] = field(default_factory=tool_specs)
-    reverse_results: bool = False
-    #: tool name → {city the model asked for: city the agent passes instead}
-    retarget: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    base_url: str | None
+    system: str = ""
+    prompts: Sequence[str] = ()
+    tool_specs: list[dict[str, Any]] = field(default_factory=list)
+    models: Mapping[str, str] = field(default_factory=dict)
+    max_tokens: int = 512
     max_model_calls: int | None = None
+    #: Client options: the key, extra headers and query, and the HTTP client: the SDK's default
+    #: (httpx2), an ``httpx`` client (OpenAI only) or ``aiohttp`` (async only).
+    api_key: str | None = None
+    default_headers: dict[str, str] | None = None
+    default_query: dict[str, str] | None = None
+    http_client: str = "default"
+    #: Extra request fields; extra raw tool definitions; extra fields in every tool definition.
     extra: dict[str, Any] = field(default_factory=dict)
     extra_tools: list[dict[str, Any]] = field(default_factory=list)
-    legacy_httpx: bool = False
+    tool_fields: dict[str, Any] = field(default_factory=dict)
     #: Read each answer as an event stream, through the SDK's stream helper.
     stream: bool = False
+    #: How the agent runs the tools: results sent back in reverse order; tool name → {city the model
+    #: asked for: city the agent passes instead}; extra keyword arguments to every call; not run at all
+    #: (each answered "skipped"); a failed tool's error text sent to the model (else "the tool failed").
+    reverse_results: bool = False
+    retarget: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    tool_extra: dict[str, Any] = field(default_factory=dict)
+    skip_tools: bool = False
+    forward_errors: bool = True
+    #: An SDK error ends the run with the answer "gave up" (kept in ``caught``) instead of raising.
     catch_errors: bool = False
     caught: list[Exception] = field(default_factory=list)
+    tool_errors: list[Exception] = field(default_factory=list)
+    #: The exact ``arguments`` texts of the OpenAI tool calls the agent received.
+    seen_arguments: list[str] = field(default_factory=list)
     model_calls: int = 0
 
     # -- clients -------------------------------------------------------------------------------
@@ -130,26 +102,41 @@ class Agent:
         return importlib.import_module(self.sdk)
 
     def client(self) -> Any:
-        """The SDK client, pointed at ``base_url``; no retries, so a refusal surfaces at once."""
-        common: dict[str, Any] = {"base_url": self.base_url, "max_retries": 0}
-        if self.sdk == "anthropic":
-            return (self.module.AsyncAnthropic if self.is_async else self.module.Anthropic)(**common)
-        if self.legacy_httpx:
+        """The SDK client; no retries, so a refusal surfaces at once."""
+        options: dict[str, Any] = {"max_retries": 0}
+        if self.base_url is not None:
+            options["base_url"] = self.base_url
+        if self.api_key is not None:
+            options["api_key"] = self.api_key
+        if self.default_headers:
+            options["default_headers"] = self.default_headers
+        if self.default_query:
+            options["default_query"] = self.default_query
+        if self.http_client == "aiohttp":
+            options["http_client"] = self.module.DefaultAioHttpClient()
+        elif self.http_client == "httpx":
             httpx = importlib.import_module("httpx")
-            common["http_client"] = httpx.AsyncClient() if self.is_async else httpx.Client()
-        return (self.module.AsyncOpenAI if self.is_async else self.module.OpenAI)(**common)
+            options["http_client"] = httpx.AsyncClient() if self.is_async else httpx.Client()
+        if self.sdk == "anthropic":
+            return (self.module.AsyncAnthropic if self.is_async else self.module.Anthropic)(**options)
+        return (self.module.AsyncOpenAI if self.is_async else self.module.OpenAI)(**options)
 
     # -- the loop ------------------------------------------------------------------------------
 
-    async def run(self, tools: Mapping[str, Callable[..., Any]]) -> str:
-        """Run every prompt to a final answer; the last answer is returned."""
+    def run(self, tools: Mapping[str, Callable[..., Any]]) -> str:
+        """Run every prompt to a final answer, in one conversation; the last answer is returned."""
+        return asyncio.run(self._run(tools))
+
+    async def _run(self, tools: Mapping[str, Callable[..., Any]]) -> str:
         client = self.client()
         messages: list[Any] = []
         answer = ""
-        for prompt in self.prompts:
-            messages.append({"role": "user", "content": prompt})
-            answer = await self._until_answer(client, messages, tools)
-        await settle(client.close())
+        try:
+            for prompt in self.prompts:
+                messages.append({"role": "user", "content": prompt})
+                answer = await self._until_answer(client, messages, tools)
+        finally:
+            await settle(client.close())
         return answer
 
     async def _until_answer(self, client: Any, messages: list[Any], tools: Mapping[str, Any]) -> str:
@@ -161,7 +148,7 @@ class Agent:
                 if not self.catch_errors:
                     raise
                 self.caught.append(exc)
-                return f"gave up: {exc}"
+                return "gave up"
             if not calls:
                 return text
             results = await self._run_tools(calls, tools)
@@ -174,12 +161,15 @@ class Agent:
         """(provider id, content, is_error) per call; a parallel round runs concurrently when async."""
 
         async def one(call_id: str, name: str, args: dict[str, Any]) -> tuple[str, str, bool]:
+            if self.skip_tools:
+                return call_id, "skipped", False
             if "city" in args:
                 args = {**args, "city": self.retarget.get(name, {}).get(args["city"], args["city"])}
             try:
-                return call_id, json.dumps(await settle(tools[name](**args))), False
+                return call_id, json.dumps(await settle(tools[name](**args, **self.tool_extra))), False
             except Exception as exc:
-                return call_id, str(exc), True
+                self.tool_errors.append(exc)
+                return call_id, str(exc) if self.forward_errors else "the tool failed", True
 
         if self.is_async:
             return list(await asyncio.gather(*(one(*call) for call in calls)))
@@ -192,12 +182,17 @@ class Agent:
 
     async def _anthropic(self, client: Any, messages: list[Any]) -> tuple[list[Any], str]:
         tools = [
-            {"name": t["name"], "description": t["description"], "input_schema": t["schema"]}
+            {
+                "name": t["name"],
+                "description": t["description"],
+                "input_schema": t["schema"],
+                **self.tool_fields,
+            }
             for t in self.tool_specs
         ]
         request = {
-            "model": MODELS["anthropic"],
-            "max_tokens": 512,
+            "model": self.models["anthropic"],
+            "max_tokens": self.max_tokens,
             "system": self.system,
             "messages": messages,
             "tools": tools + self.extra_tools,
@@ -216,14 +211,19 @@ class Agent:
         tools = [
             {
                 "type": "function",
-                "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"]},
+                "function": {
+                    "name": t["name"],
+                    "description": t["description"],
+                    "parameters": t["schema"],
+                    **self.tool_fields,
+                },
             }
             for t in self.tool_specs
         ]
         request = {
-            "model": MODELS["openai"],
+            "model": self.models["openai"],
             "messages": [{"role": "system", "content": self.system}, *messages],
-            "tools": tools,
+            "tools": tools + self.extra_tools,
             **self.extra,
         }
         if self.stream and self.is_async and self._openai_major() < 3:
@@ -234,7 +234,8 @@ class Agent:
             response = await settle(client.chat.completions.create(**request))
         message = response.choices[0].message
         messages.append(message.model_dump(exclude_none=True))
-        calls = [(c.id, c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]
+        self.seen_arguments += [c.function.arguments for c in message.tool_calls or []]
+        calls = [(c.id, c.function.name, _arguments(c.function.arguments)) for c in message.tool_calls or []]
         return calls, message.content or ""
 
     def _openai_major(self) -> int:
@@ -276,3 +277,11 @@ class Agent:
                 {"role": "tool", "tool_call_id": call_id, "content": content}
                 for call_id, content, _ in results
             )
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """The model's arguments; a JSON-encoded string is decoded until it is the object it encodes."""
+    value: Any = json.loads(text)
+    while isinstance(value, str):
+        value = json.loads(value)
+    return dict(value)

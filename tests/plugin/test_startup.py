@@ -1,0 +1,70 @@
+"""The lazy start-up promise: a pytest run without a blackbox test never imports the heavy modules.
+
+pytest loads the plugin in every project that has it installed, so the session, the interception
+(respx, httpx2, httpx) and the providers must wait for the first test that uses a cassette. The
+check runs pytest in a fresh interpreter (``runpytest_subprocess``): in this process they are long
+imported, and an in-process run would prove nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+#: Modules that only a blackbox test may import.
+HEAVY = ("pytest_blackbox.engine.session", "pytest_blackbox.interception", "pytest_blackbox.providers")
+
+#: Written after the run's last hook: which of the package's modules the whole run imported.
+REPORTER = """
+import json
+import sys
+
+
+def pytest_unconfigure(config):
+    loaded = sorted(name for name in sys.modules if name.startswith("pytest_blackbox"))
+    with open("imported.json", "w", encoding="utf-8") as handle:
+        json.dump(loaded, handle)
+"""
+PLAIN_TEST = """
+def test_arithmetic():
+    assert 1 + 1 == 2
+"""
+BLACKBOX_TEST = """
+import pytest
+
+
+@pytest.mark.blackbox
+def test_agent(blackbox):
+    blackbox.finish(result="done")
+"""
+
+
+def imported_by_a_run(pytester: pytest.Pytester, test_source: str, *args: str) -> list[str]:
+    pytester.makeconftest(REPORTER)
+    pytester.makepyfile(test_it=test_source)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+    loaded: list[str] = json.loads((pytester.path / "imported.json").read_text(encoding="utf-8"))
+    assert "pytest_blackbox.plugin" in loaded  # the plugin was loaded: the check below means something
+    return loaded
+
+
+def heavy(loaded: list[str]) -> list[str]:
+    return [name for name in loaded if name.startswith(HEAVY)]
+
+
+def test_a_run_without_blackbox_tests_imports_no_session_interception_or_provider(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch
+) -> None:
+    assert heavy(imported_by_a_run(pytester, PLAIN_TEST)) == []
+
+
+def test_the_check_sees_the_modules_a_blackbox_test_imports(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch
+) -> None:
+    """The same run with one blackbox test (recording, no model call) does import them."""
+    loaded = heavy(imported_by_a_run(pytester, BLACKBOX_TEST, "--record-mode=once"))
+    assert "pytest_blackbox.engine.session" in loaded
+    assert "pytest_blackbox.interception" in loaded
+    assert any(name.startswith("pytest_blackbox.providers") for name in loaded)
