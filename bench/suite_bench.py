@@ -1,0 +1,325 @@
+"""A whole replayed pytest suite: pytest-blackbox against no replay layer and against pytest-recording.
+
+Users feel a replay tool as the time of their test suite, not of one call, so this script builds a
+suite and times whole ``pytest`` processes. The suite: 40 parametrized tests of an Anthropic-SDK
+agent, each making 3 model calls and 3 tool calls (``get_weather``, then ``get_time`` and
+``get_forecast`` in parallel, then the answer). It is run in three variants:
+
+- **floor**: the same tests with the client on an ``httpx2.MockTransport`` that returns prebuilt
+  response bytes; no record/replay plugin is loaded;
+- **pytest-recording**: ``@pytest.mark.vcr`` replaying vcrpy cassettes, matching on method, path
+  and body (``-p recording``);
+- **pytest-blackbox**: ``@pytest.mark.blackbox`` replaying Blackbox cassettes, strict, in CI
+  (``CI=1``) with no API key in the environment (``-p blackbox``).
+
+By default every variant runs in this environment as a user's suite would, with its installed pytest
+plugins (the framework extras bring some); the replay plugin a variant does not use is turned off.
+``--isolated`` turns plugin autoloading off instead (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``), so each
+variant loads only its own replay plugin: the same absolute overhead then shows as a larger ratio.
+
+All three are recorded first against the fake provider on 127.0.0.1 (the floor's bytes are captured
+from the same conversations), then timed interleaved, ``--repeat`` times each, and the median wall
+time of each variant is printed with the ratios. No replay may reach the fake provider: the script
+checks that it served nothing after recording.
+
+Run: ``python bench/suite_bench.py [--tests 40] [--repeat 5] [--isolated] [--keep DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from pytest_blackbox.testing import FakeProvider
+
+TARGET_FLOOR, TARGET_RECORDING = 1.15, 0.8
+VARIANTS = ("floor", "pytest-recording", "pytest-blackbox")
+#: The replay plugins each variant turns off: the floor runs with neither loaded.
+DISABLED = {
+    "floor": ("-p", "no:blackbox", "-p", "no:recording"),
+    "pytest-recording": ("-p", "no:blackbox"),
+    "pytest-blackbox": ("-p", "no:recording"),
+    "capture": ("-p", "no:blackbox", "-p", "no:recording"),
+}
+#: With ``--isolated``, plugin autoloading is off and each variant loads only its own plugin.
+ISOLATED = {
+    "floor": (),
+    "pytest-recording": ("-p", "recording"),
+    "pytest-blackbox": ("-p", "blackbox"),
+    "capture": (),
+}
+COMMON = ("-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning")
+
+AGENT = '''
+"""The agent under test: three model calls, three tool calls."""
+
+import json
+
+MODEL = "claude-sonnet-5"
+SYSTEM = "You are a travel assistant. Answer only from the tools' data."
+TOOLS = [
+    {
+        "name": name,
+        "description": f"The {name.split('_')[1]} for a city.",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    for name in ("get_weather", "get_time", "get_forecast")
+]
+
+
+def get_weather(city):
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+def get_time(city):
+    return {"city": city, "time": "14:05"}
+
+
+def get_forecast(city):
+    return {"city": city, "tomorrow": "rain", "days": [1, 2, 3]}
+
+
+FUNCTIONS = {"get_weather": get_weather, "get_time": get_time, "get_forecast": get_forecast}
+
+
+def run_agent(client, city, tools):
+    messages = [{"role": "user", "content": f"Weather, time and forecast in {city}?"}]
+    while True:
+        response = client.messages.create(
+            model=MODEL, max_tokens=512, system=SYSTEM, messages=messages, tools=TOOLS
+        )
+        uses = [block for block in response.content if block.type == "tool_use"]
+        if not uses:
+            return "".join(block.text for block in response.content if block.type == "text")
+        messages.append({"role": "assistant", "content": response.content})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": use.id,
+                        "content": json.dumps(tools[use.name](**use.input)),
+                    }
+                    for use in uses
+                ],
+            }
+        )
+'''
+
+CONFTEST = '''
+"""One suite, three ways to answer the model calls (SUITE_VARIANT)."""
+
+import json
+import os
+from pathlib import Path
+
+import anthropic
+import httpx2
+import pytest
+
+from agent import FUNCTIONS
+
+VARIANT = os.environ["SUITE_VARIANT"]
+BASE_URL = os.environ.get("SUITE_BASE_URL", "http://127.0.0.1:9")
+BODIES = Path(__file__).with_name("floor_bodies.json")
+
+
+def pytest_collection_modifyitems(items):
+    mark = {"pytest-blackbox": pytest.mark.blackbox, "pytest-recording": pytest.mark.vcr}.get(VARIANT)
+    for item in items:
+        if mark is not None:
+            item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+def vcr_config():
+    return {"match_on": ["method", "path", "body"]}
+
+
+@pytest.fixture(scope="session")
+def floor_bodies():
+    return json.loads(BODIES.read_text()) if VARIANT == "floor" else {}
+
+
+@pytest.fixture
+def client(request, floor_bodies):
+    city = request.node.callspec.params["city"]
+    if VARIANT == "floor":
+        answers = iter(floor_bodies[city])
+        headers = {"content-type": "application/json"}
+        transport = httpx2.MockTransport(
+            lambda req: httpx2.Response(200, content=next(answers).encode(), headers=headers)
+        )
+        http_client = httpx2.Client(transport=transport)
+        return anthropic.Anthropic(api_key="floor", base_url=BASE_URL, http_client=http_client)
+    if VARIANT == "capture":
+        captured = floor_bodies.setdefault(city, [])
+
+        class Capture(httpx2.HTTPTransport):
+            def handle_request(self, req):
+                response = super().handle_request(req)
+                response.read()
+                captured.append(response.content.decode())
+                return response
+
+        http_client = httpx2.Client(transport=Capture())
+        request.addfinalizer(lambda: BODIES.write_text(json.dumps(floor_bodies)))
+        return anthropic.Anthropic(base_url=BASE_URL, max_retries=0, http_client=http_client)
+    return anthropic.Anthropic(base_url=BASE_URL, max_retries=0)
+
+
+@pytest.fixture
+def tools(request):
+    if VARIANT == "pytest-blackbox":
+        return request.getfixturevalue("blackbox").tools(FUNCTIONS)
+    return FUNCTIONS
+'''
+
+TESTS = """
+import pytest
+
+from agent import run_agent
+
+CITIES = {cities!r}
+
+
+@pytest.mark.parametrize("city", CITIES)
+def test_agent(city, client, tools):
+    answer = run_agent(client, city, tools)
+    assert city in answer
+"""
+
+
+def cities(count: int) -> list[str]:
+    return [f"City{index:03d}" for index in range(count)]
+
+
+def write_suite(root: Path, count: int) -> None:
+    (root / "agent.py").write_text(textwrap.dedent(AGENT))
+    (root / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (root / "test_suite.py").write_text(TESTS.format(cities=cities(count)))
+    (root / "pytest.ini").write_text("[pytest]\n")
+
+
+def script(fake: FakeProvider, count: int) -> None:
+    """The model's answers for every test in collection order: a call, two parallel calls, the answer."""
+    for city in cities(count):
+        fake.queue_anthropic_tool_calls([("get_weather", {"city": city})])
+        fake.queue_anthropic_tool_calls(
+            [("get_time", {"city": city}), ("get_forecast", {"city": city})], text=f"Checking {city}."
+        )
+        fake.queue_anthropic_text(f"{city}: 21 °C, clear, 14:05; rain tomorrow.")
+
+
+ISOLATE = {"on": False}
+
+
+def environment(variant: str, base_url: str, *, key: bool) -> dict[str, str]:
+    """The variant's environment; ``key`` false is CI for pytest-blackbox: no key at all.
+
+    pytest-recording needs a key in replay too (the SDK refuses to build a request without one),
+    so its replays get a dummy one.
+    """
+    env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
+    env.pop("CI", None)
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    if ISOLATE["on"]:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["SUITE_VARIANT"] = variant
+    env["SUITE_BASE_URL"] = base_url
+    if key or variant == "pytest-recording":
+        env["ANTHROPIC_API_KEY"] = "sk-ant-bench-recording-key-0123456789"
+    return env
+
+
+def pytest_run(root: Path, variant: str, env: dict[str, str], *extra: str) -> float:
+    isolated = env.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") == "1"
+    plugins = ISOLATED[variant] if isolated else DISABLED[variant]
+    command = [sys.executable, "-m", "pytest", *COMMON, *plugins, *extra]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return elapsed
+
+
+def record(root: Path, fake: FakeProvider, count: int) -> None:
+    """Record both plugins' cassettes and capture the floor's bytes, each from the same conversations."""
+    for variant, extra in (
+        ("capture", ()),
+        ("pytest-recording", ("--record-mode=once",)),
+        ("pytest-blackbox", ("--record-mode=once",)),
+    ):
+        script(fake, count)
+        pytest_run(root, variant, environment(variant, fake.base_url, key=True), *extra)
+        if fake.pending:
+            raise RuntimeError(f"{variant} left {fake.pending} scripted answers unused")
+
+
+def measure(root: Path, fake: FakeProvider, repeat: int) -> dict[str, list[float]]:
+    """Interleaved runs, so a busy moment of the machine costs every variant alike."""
+    served = len(fake.requests)
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    for _ in range(repeat):
+        for variant in VARIANTS:
+            env = environment(variant, fake.base_url, key=False)
+            if variant == "pytest-blackbox":
+                env["CI"] = "1"
+            times[variant].append(pytest_run(root, variant, env))
+    if len(fake.requests) != served:
+        raise RuntimeError("a replay reached the fake provider")
+    return times
+
+
+def report(times: dict[str, list[float]], count: int) -> None:
+    medians = {variant: statistics.median(values) for variant, values in times.items()}
+    floor, recording, ours = (medians[v] for v in VARIANTS)
+    how = "only its own plugin" if ISOLATE["on"] else "installed plugins autoloaded"
+    repeat = len(times["floor"])
+    print(f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), median of {repeat}:")
+    for variant in VARIANTS:
+        runs = ", ".join(f"{value:.2f}" for value in times[variant])
+        extra = (medians[variant] - floor) * 1e3 / count
+        print(f"  {variant:<17} {medians[variant]:6.2f} s  ({extra:+6.1f} ms/test vs floor)  runs: {runs}")
+    for name, value, target in (
+        ("blackbox / floor", ours / floor, TARGET_FLOOR),
+        ("blackbox / pytest-recording", ours / recording, TARGET_RECORDING),
+    ):
+        print(f"  {name:<28} {value:5.2f}x  target <= {target}x  {'ok' if value <= target else 'MISSED'}")
+    print(f"  pytest-recording / floor     {recording / floor:5.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--keep", type=Path, help="build the suite here and keep it (default: a temporary folder)"
+    )
+    parser.add_argument(
+        "--isolated", action="store_true", help="plugin autoloading off: only each variant's plugin"
+    )
+    args = parser.parse_args()
+    ISOLATE["on"] = args.isolated
+    with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
+        root = args.keep or Path(tmp) / "suite"
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        write_suite(root, args.tests)
+        record(root, fake, args.tests)
+        report(measure(root, fake, args.repeat), args.tests)
+
+
+if __name__ == "__main__":
+    main()
