@@ -286,7 +286,7 @@ def report(times: dict[str, list[float]], count: int) -> None:
     floor, recording, ours = (medians[v] for v in VARIANTS)
     how = "only its own plugin" if ISOLATE["on"] else "installed plugins autoloaded"
     repeat = len(times["floor"])
-    print(f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), median of {repeat}:")
+    print(f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), median of {repeat}")
     for variant in VARIANTS:
         runs = ", ".join(f"{value:.2f}" for value in times[variant])
         extra = (medians[variant] - floor) * 1e3 / count
