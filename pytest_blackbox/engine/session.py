@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
-from ..trace.model import Terminal, TraceStep
+from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
@@ -97,10 +97,13 @@ class Session:
             if self.options.cassette is None:
                 raise BlackboxUsageError("replay mode needs a cassette (cassette / BLACKBOX_CASSETTE)")
             trace = load_cassette(self.options.cassette)
-            self._cursor = ReplayCursor(trace, self.options.match, self._secrets)
+            self._cursor = self._new_cursor(trace)
         elif self.mode == "fork":
             self._fork = SessionFork.prepare(self.options, self._secrets)
-            self._cursor = ReplayCursor(self._fork.parent, self.options.match, self._secrets)
+            self._cursor = self._new_cursor(self._fork.parent)
+
+    def _new_cursor(self, trace: Trace) -> ReplayCursor:
+        return ReplayCursor(trace, self.options.match, self._secrets, self.options.match_rules)
 
     def _new_recording(self, recorder: TraceRecorder) -> Recording:
         concurrent = self.options.mode == "record"
