@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import BlackboxError, BlackboxUnsupportedError
 from ..interception import Forward, UpstreamResponse
 from ..providers import CallIds
-from ..trace.model import ModelInput, ModelOutput, Terminal, Trace, TraceStep
+from ..trace.model import ModelInput, ModelOutput, StepType, Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
@@ -90,7 +90,8 @@ class Recording:
 
     ``owner`` stands for the session in context variables; ``fail`` keeps an error as the run's
     first; ``concurrent`` says whether overlapping calls may switch to per-conversation recording
-    (only a plain recording: a fork and a replay gone live copy a prefix verbatim).
+    (only a plain recording: a fork and a replay gone live copy a prefix verbatim); ``redact`` is
+    applied to every payload as it is written (before it is hashed).
     """
 
     def __init__(
@@ -103,8 +104,10 @@ class Recording:
         owner: object,
         fail: Callable[[BlackboxError], BlackboxError],
         concurrent: bool,
+        redact: Callable[[Any], Any] | None = None,
     ) -> None:
         self.recorder = recorder
+        self._redact = redact
         self._ids = ids
         self._clock = clock
         self._lock = lock
@@ -223,8 +226,8 @@ class Recording:
     def append_turn(self, model_input: ModelInput, started: int, output: ModelOutput) -> None:
         """Write a model call and its answer (after the previous turn's tool steps)."""
         self._flush_tools()
-        self.recorder.append("model_input", model_input, started)
-        self.recorder.append("model_output", output, self._clock())
+        self.append_step("model_input", model_input, started)
+        self.append_step("model_output", output, self._clock())
         self._open = OpenCalls.of(tool_calls_of(output))
 
     # -- tools -----------------------------------------------------------------------------------
@@ -276,6 +279,10 @@ class Recording:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def append_step(self, type_: StepType, payload: Any, timestamp: int | float) -> None:
+        """Write one step, redacted (every step of a recording is written through here)."""
+        self.recorder.append(type_, payload if self._redact is None else self._redact(payload), timestamp)
+
     def close(
         self, terminal_of: Callable[[list[TraceStep]], Terminal | None]
     ) -> tuple[Trace, Terminal | None]:
@@ -283,7 +290,7 @@ class Recording:
         self.flush()
         terminal = terminal_of(self.recorder.steps)
         if terminal is not None:
-            self.recorder.append("metadata", terminal, self._clock())
+            self.append_step("metadata", terminal, self._clock())
         return self.recorder.trace(), terminal
 
     def flush(self) -> None:
@@ -294,7 +301,7 @@ class Recording:
             return
         self.recorder = TraceRecorder(recorder.trace_id, recorder.created_at)
         for type_, payload, timestamp in conversations.steps(self._pending):
-            self.recorder.append(type_, payload, timestamp)
+            self.append_step(type_, payload, timestamp)
         self._pending, self._conversations = [], None
 
     def _flush_tools(self) -> None:
@@ -303,7 +310,7 @@ class Recording:
         done = [p for p in self._pending if p.outcome]
         done.sort(key=lambda p: (not p.requested, order.get(p.call_id, len(order))))
         for type_, payload, timestamp in tool_steps(done):
-            self.recorder.append(type_, payload, timestamp)
+            self.append_step(type_, payload, timestamp)
         self._pending = [p for p in self._pending if not p.outcome]
 
 

@@ -178,12 +178,17 @@ def _pattern(option: str, item: Any) -> re.Pattern[str]:
         raise BlackboxUsageError(f"{option}: {item!r} is not a valid regular expression ({exc})") from None
 
 
+def _is_function(value: Any) -> bool:
+    """A text rule given as a function (a lone one counts as a list of one)."""
+    return callable(value) and not isinstance(value, (re.Pattern, type))
+
+
 def check_normalize(value: Any) -> tuple[NormalizeRule, ...]:
     """``normalize``: ``(pattern, replacement)`` pairs and/or functions ``str -> str``."""
     shapes = "a list of (pattern, replacement) pairs and/or functions str -> str"
     rules: list[NormalizeRule] = []
-    for item in _items("normalize", value, shapes):
-        if callable(item) and not isinstance(item, re.Pattern):
+    for item in [value] if _is_function(value) else _items("normalize", value, shapes):
+        if _is_function(item):
             rules.append(item)
         elif (
             isinstance(item, (tuple, list))
@@ -203,12 +208,16 @@ def check_normalize(value: Any) -> tuple[NormalizeRule, ...]:
 def check_redact(value: Any) -> tuple[RedactRule, ...]:
     """``redact``: regular expressions (each match becomes ``[redacted]``) and/or functions ``str -> str``."""
     shapes = "a list of regular expressions and/or functions str -> str"
-    items = [value] if isinstance(value, (str, re.Pattern)) else _items("redact", value, shapes)
+    items = (
+        [value]
+        if isinstance(value, (str, re.Pattern)) or _is_function(value)
+        else _items("redact", value, shapes)
+    )
     rules: list[RedactRule] = []
     for item in items:
         if isinstance(item, (str, re.Pattern)):
             rules.append(_pattern("redact", item))
-        elif callable(item):
+        elif _is_function(item):
             rules.append(item)
         else:
             raise BlackboxUsageError(f"redact must be {shapes}; got an item of type {_type_name(item)}")

@@ -34,8 +34,9 @@ from .keys import KnownKeys
 from .options import _UNSET, SessionOptions, resolve_options
 from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
+from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import WireCall, offline_error, refusal
+from .wire import WireCall, offline_error, refusal, refuse_placeholder
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -67,7 +68,8 @@ class Session:
         self._clock = clock
         self._lock = threading.RLock()
         self._ids = providers.CallIds()
-        self._secrets = KnownKeys.from_environment(os.environ)
+        self._secrets = KnownKeys.from_environment(os.environ, options.secrets)
+        self._redactor = Redactor(options.redact) if options.redact else None
         self._first_error: BlackboxError | None = None
         self._finished = False
         self._ended_by_exit = False
@@ -115,6 +117,7 @@ class Session:
             owner=self._token,
             fail=self._fail,
             concurrent=concurrent,
+            redact=self._redacted if self._redactor is not None else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -180,7 +183,12 @@ class Session:
                 self._write_report(report_error)
 
     def _mask(self, text: str) -> str:
-        return mask(text, self._secrets)
+        """Text for a message or a cassette: redacted, then every known key masked."""
+        return mask(text if self._redactor is None else self._redactor.text(text), self._secrets)
+
+    def _redacted(self, value: Any) -> Any:
+        """A value as a cassette holds it (what a replay compares a live value with)."""
+        return value if self._redactor is None else self._redactor.value(value)
 
     def _fail(self, error: BlackboxError) -> BlackboxError:
         """Keep the first typed error: it is the one ``finish()`` raises."""
@@ -213,6 +221,7 @@ class Session:
                 assert self._recording is not None
                 if self._fork is not None and self._fork.scripted:
                     return self._script_call(call, self._recording)
+                refuse_placeholder(request, call.provider.NAME, self._secrets)
                 return self._recording.record_call(call)
             except BlackboxError as exc:
                 text = "[blackbox] " + self._mask(str(self._refuse_call(exc)))
@@ -227,7 +236,7 @@ class Session:
 
     def _replay_call(self, call: WireCall) -> Reply:
         assert self._cursor is not None
-        model_input = call.normalize(self._ids)
+        model_input = self._redacted(call.normalize(self._ids))
         turn = self._cursor.answer(model_input, in_order=self._fork is not None)  # a fork: as recorded
         note_call(self._token, turn.number)
         assert turn.output is not None
@@ -295,6 +304,8 @@ class Session:
             try:
                 self._refuse_if_ended(f"`{name}` was not run")
                 tool_input = to_json_value(tool_input, f"the arguments of tool {name}")
+                if self._cursor is not None:
+                    tool_input = self._redacted(tool_input)  # compared as the cassette holds it
                 if self.mode == "replay":
                     assert self._cursor is not None
                     hint = last_call(self._token)
@@ -410,7 +421,9 @@ class Session:
     def _check_replay(self, result: Any, error: Any) -> RunReport:
         assert self._cursor is not None
         try:
-            self.report = ending.check_replay(self._cursor, self.options.cassette, result, error, self._mask)
+            self.report = ending.check_replay(
+                self._cursor, self.options.cassette, result, error, self._mask, self._redacted
+            )
         except ReplayDivergenceError as exc:
             try:
                 self._go_live_or_raise(exc)

@@ -13,11 +13,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import providers
-from ..errors import BlackboxUnsupportedError, OfflineRequestError
+from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..trace.model import ModelInput, TraceStep
+from .keys import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
 
-__all__ = ["WireCall", "offline_error", "parse_json_body", "refusal"]
+__all__ = ["WireCall", "offline_error", "parse_json_body", "refusal", "refuse_placeholder"]
 
 
 def parse_json_body(raw: bytes, what: str) -> Any:
@@ -95,6 +96,22 @@ def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) 
         f"{mode} mode answers only model calls (messages.create / chat.completions.create); "
         f"a request to {request.method} {mask(shown)} would need the network"
     )
+
+
+def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) -> None:
+    """A call about to be sent with the offline placeholder key is refused before it goes out.
+
+    The placeholder is set when no key is, so SDK clients can start for a replay; a recording needs
+    the real key, and the provider would only answer 401.
+    """
+    where = keys.placeholder_in(request.headers, request.url)
+    if where is not None:
+        variable = PROVIDER_KEY_VARIABLES.get(provider, "the provider's API key variable")
+        raise BlackboxUsageError(
+            f"recording needs a real key: this request carries the offline placeholder key "
+            f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "
+            "to record (the placeholder only lets SDK clients start for a replay)"
+        )
 
 
 def refusal(provider: providers.Provider, text: str) -> Reply:
