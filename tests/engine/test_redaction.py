@@ -99,12 +99,15 @@ def test_nothing_redacted_or_secret_reaches_any_file(
     box.calls.clear()
     seen: list[Any] = []
 
-    def get_weather(city: str) -> Any:
-        raise AssertionError("a replay never runs a wrapped tool")
-
     wrapped = replaying.tools(tools_with_contacts(box, is_async))
     spy = wrapped["get_weather"]
-    wrapped["get_weather"] = (lambda city: seen.append(spy(city)) or seen[-1]) if not is_async else spy
+
+    def seen_weather(city: str) -> Any:
+        seen.append(spy(city))
+        return seen[-1]
+
+    if not is_async:
+        wrapped["get_weather"] = seen_weather
     replayed = run_agent(flavor, root, session=replaying, tools=wrapped, finish=False, **agent)
     replaying.finish(result=f"{replayed.answer} Questions: {EMAIL}")
     assert (attempts, len(fake_provider.requests), box.calls) == ([], requests, [])
