@@ -18,6 +18,7 @@ from .errors import (
     RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
+    UnreplayableWarning,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "Session",
     "Trace",
     "TraceStep",
+    "UnreplayableWarning",
     "blackbox",
     "dumps_trace",
     "fork_run",

@@ -34,6 +34,7 @@ __all__ = [
     "ReplayDivergenceError",
     "SecretLeakError",
     "TranscriptImportError",
+    "UnreplayableWarning",
 ]
 
 
@@ -59,6 +60,10 @@ class RecordedToolError(Exception):
     Deliberately not a ``BlackboxError``: it stands for the tool's own failure, with the recorded
     message, so the agent handles it exactly as it handled the original exception.
     """
+
+
+class UnreplayableWarning(UserWarning):
+    """A recording did something a replay will refuse (a request that is not a model call)."""
 
 
 class ForkError(BlackboxError):

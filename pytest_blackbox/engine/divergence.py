@@ -51,8 +51,9 @@ def render_pair(expected: Any, actual: Any, secrets: Iterable[str]) -> tuple[str
     """Both sides for a report, and a note when two long texts are shown around their first difference.
 
     Two texts too long to show whole would print the same first 200 characters on both sides (a
-    date appended to a long system prompt would be invisible), so both are shown from the same
-    place, shortly before the first character that differs (counted in the masked texts).
+    date appended to a long system prompt would be invisible), so when they differ further in, both
+    are shown from the same place, shortly before the first character that differs (counted in the
+    masked texts).
     """
     wanted = list(secrets)
     if not (isinstance(expected, str) and isinstance(actual, str)) or (
@@ -61,7 +62,9 @@ def render_pair(expected: Any, actual: Any, secrets: Iterable[str]) -> tuple[str
         return render_value(expected, wanted), render_value(actual, wanted), None
     shown_expected, shown_actual = mask(expected, wanted), mask(actual, wanted)
     offset = common_prefix(shown_expected, shown_actual)
-    start = max(0, offset - CONTEXT_BEFORE)
+    if offset < VALUE_LIMIT - 2 * CONTEXT_BEFORE:  # shown from the start, with room after it
+        return render_value(expected, wanted), render_value(actual, wanted), None
+    start = offset - CONTEXT_BEFORE
     note = (
         f"the texts differ from character {offset} on "
         f"(recorded {len(shown_expected)} characters, actual {len(shown_actual)})"

@@ -203,7 +203,7 @@ def write_cassette(
 ) -> RunReport:
     """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
     trace, terminal = recording.close(terminal_of)
-    problem = write_refusal(trace, secrets, mask)
+    problem = recording.unreplayable() or write_refusal(trace, secrets, mask)
     if problem is not None:
         raise keep(problem)
     save_trace(trace, out)

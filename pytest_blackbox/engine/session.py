@@ -36,7 +36,7 @@ from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
 from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import WireCall, offline_error, refusal, refuse_placeholder
+from .wire import WireCall, offline_error, refusal, refuse_placeholder, warn_unreplayable
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -253,6 +253,8 @@ class Session:
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
+            if not inside_tool(self._token):  # a wrapped tool's requests never happen in a replay
+                warn_unreplayable(request, self._mask)
             return Forward()
         error = offline_error(self.options.mode, request, self._mask)
         self._refuse_call(error)  # kept, unless the run already ended
