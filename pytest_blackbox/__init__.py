@@ -18,6 +18,7 @@ from .errors import (
     RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
+    UnreplayableWarning,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .demo.fork import fork_run
     from .engine.ending import RunReport
     from .engine.mcp import MCPClient, mcp_client
+    from .engine.rules import Secrets
     from .engine.session import Session, blackbox
     from .trace.io import dumps_trace, load_trace, parse_trace, save_trace
     from .trace.model import Trace, TraceStep
@@ -40,9 +42,11 @@ __all__ = [
     "ReplayDivergenceError",
     "RunReport",
     "SecretLeakError",
+    "Secrets",
     "Session",
     "Trace",
     "TraceStep",
+    "UnreplayableWarning",
     "blackbox",
     "dumps_trace",
     "fork_run",
@@ -57,6 +61,7 @@ _LAZY = {
     "MCPClient": "engine.mcp",
     "mcp_client": "engine.mcp",
     "RunReport": "engine.ending",
+    "Secrets": "engine.rules",
     "Session": "engine.session",
     "blackbox": "engine.session",
     "fork_run": "demo.fork",

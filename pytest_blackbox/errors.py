@@ -6,6 +6,8 @@ re-exported here. See docs/engine.md#errors-across-the-sdk-boundary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .trace.errors import (
     BlackboxError,
     CanonicalJSONError,
@@ -32,6 +34,7 @@ __all__ = [
     "ReplayDivergenceError",
     "SecretLeakError",
     "TranscriptImportError",
+    "UnreplayableWarning",
 ]
 
 
@@ -59,6 +62,10 @@ class RecordedToolError(Exception):
     """
 
 
+class UnreplayableWarning(UserWarning):
+    """A recording did something a replay will refuse (a request that is not a model call)."""
+
+
 class ForkError(BlackboxError):
     """A fork could not be set up or run."""
 
@@ -71,21 +78,30 @@ class ReplayDivergenceError(BlackboxError):
     """The agent did something other than what the cassette records.
 
     ``expected`` and ``actual`` are already rendered (compact, capped, masked) so the message can be
-    shown as is.
+    shown as is; ``notes`` are lines about them (where two long texts differ, the match rules applied).
     """
 
     def __init__(
-        self, step_index: int, path: str, expected: str, actual: str, hint: str | None = None
+        self,
+        step_index: int,
+        path: str,
+        expected: str,
+        actual: str,
+        hint: str | None = None,
+        *,
+        notes: Sequence[str] = (),
     ) -> None:
         self.step_index = step_index
         self.path = path
         self.expected = expected
         self.actual = actual
         self.hint = hint
+        self.notes = tuple(notes)
         lines = [
             f"replay diverged at step {step_index}, {path}",
             f"  recorded: {expected}",
             f"  actual:   {actual}",
+            *(f"  {note}" for note in self.notes),
         ]
         if hint:
             lines.append(hint)

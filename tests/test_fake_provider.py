@@ -361,3 +361,73 @@ def test_the_documented_openai_example_records_then_replays_offline(
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, *"])
     assert attempts == []
+
+
+HELD_FIRST_ANSWER = {
+    "anthropic": (
+        "/v1/messages",
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+            ]
+        },
+    ),
+    "openai": (
+        "/v1/chat/completions",
+        {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            ]
+        },
+    ),
+    "responses": (
+        "/v1/responses",
+        {
+            "input": [
+                {"role": "user", "content": "go"},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": 1}'},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            ]
+        },
+    ),
+    "gemini": (
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "go"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"r": "ok"}}}]},
+            ]
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("api", list(HELD_FIRST_ANSWER))
+def test_an_answer_the_conversation_already_holds_is_skipped(fake_provider: FakeProvider, api: str) -> None:
+    """A fresh fake asked for the second answer of a conversation (the first came from a cassette)."""
+    queue = {
+        "anthropic": (fake_provider.queue_anthropic_tool_calls, fake_provider.queue_anthropic_text),
+        "openai": (fake_provider.queue_openai_tool_calls, fake_provider.queue_openai_text),
+        "responses": (fake_provider.queue_responses_tool_calls, fake_provider.queue_responses_text),
+        "gemini": (fake_provider.queue_gemini_tool_calls, fake_provider.queue_gemini_text),
+    }[api]
+    queue[0]([("f", {"a": 1})])
+    queue[1]("done")
+    path, body = HELD_FIRST_ANSWER[api]
+    answer = httpx2.post(fake_provider.base_url + path, json=body).text
+    assert "done" in answer and fake_provider.pending == 0
+    queue[1]("again")  # a conversation that holds answers this server served skips nothing
+    assert "again" in httpx2.post(fake_provider.base_url + path, json=body).text

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.jsondiff import format_path
 from ..analysis.verify import verify_trace
 from ..errors import BlackboxError, BlackboxUsageError, CassetteError, SecretLeakError
 from ..trace.io import save_trace
@@ -24,6 +25,7 @@ from ..trace.payloads import (
     run_completed,
 )
 from ..trace.secrets import contains_secret, known_secrets
+from .keys import KnownKeys
 from .options import _UNSET
 from .recording import Recording
 from .replay import ReplayCursor
@@ -124,10 +126,10 @@ def exit_refusal(exit_code: int, in_flight: int) -> BlackboxUsageError | None:
     )
 
 
-def write_refusal(trace: Trace, secrets: Iterable[str], mask: Callable[[str], str]) -> BlackboxError | None:
+def write_refusal(trace: Trace, secrets: KnownKeys, mask: Callable[[str], str]) -> BlackboxError | None:
     """Why this cassette must not be written (it holds a known key, or fails verify), or ``None``."""
     if _contains_secret(trace, secrets):
-        return SecretLeakError("refusing to write the cassette: it contains your API key")
+        return _leak(trace, secrets)
     failure = verify_trace(trace, api_keys=sorted(secrets)).first_failure
     if failure is not None:
         return CassetteError(
@@ -137,6 +139,40 @@ def write_refusal(trace: Trace, secrets: Iterable[str], mask: Callable[[str], st
 
 
 _JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _leak(trace: Trace, secrets: KnownKeys) -> SecretLeakError:
+    """The refusal naming the step and field holding a key, and where the key came from (never the key)."""
+    wanted = known_secrets(secrets)
+    for step in trace["steps"]:
+        found = _find(step["payload"], wanted, [])
+        if found is not None:
+            secret, path = found
+            return SecretLeakError(
+                f"refusing to write the cassette: it contains {secrets.describe(secret)} in step "
+                f"{step['index']} ({step['type']}) at {format_path(path)}; keep it out of what the agent "
+                "sends and what its tools return"
+            )
+    return SecretLeakError("refusing to write the cassette: it contains your API key")
+
+
+def _find(value: Any, wanted: list[str], path: list[str | int]) -> tuple[str, list[str | int]] | None:
+    """The first known secret in a string or object key inside ``value``, and where it is."""
+    if isinstance(value, str):
+        return next(((secret, path) for secret in wanted if secret in value), None)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if any(secret in key for secret in wanted):
+                return next(secret for secret in wanted if secret in key), [*path, key]
+            found = _find(child, wanted, [*path, key])
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found = _find(child, wanted, [*path, index])
+            if found is not None:
+                return found
+    return None
 
 
 def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
@@ -161,13 +197,13 @@ def write_cassette(
     terminal_of: Callable[[list[TraceStep]], Terminal | None],
     *,
     mode: str,
-    secrets: Iterable[str],
+    secrets: KnownKeys,
     mask: Callable[[str], str],
     keep: Callable[[BlackboxError], BlackboxError],
 ) -> RunReport:
     """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
     trace, terminal = recording.close(terminal_of)
-    problem = write_refusal(trace, secrets, mask)
+    problem = recording.unreplayable() or write_refusal(trace, secrets, mask)
     if problem is not None:
         raise keep(problem)
     save_trace(trace, out)
@@ -175,10 +211,18 @@ def write_cassette(
 
 
 def check_replay(
-    cursor: ReplayCursor, path: object, result: Any, error: Any, mask: Callable[[str], str]
+    cursor: ReplayCursor,
+    path: object,
+    result: Any,
+    error: Any,
+    mask: Callable[[str], str],
+    redact: Callable[[Any], Any],
 ) -> RunReport:
-    """Check that the replay used every recorded step and ended as recorded (``ReplayDivergenceError``)."""
-    outcome = terminal_payload(result, error, cursor.steps[: cursor.pos], mask)
+    """Check that the replay used every recorded step and ended as recorded (``ReplayDivergenceError``).
+
+    The outcome is compared as a recording would have written it (``redact``).
+    """
+    outcome = redact(terminal_payload(result, error, cursor.steps[: cursor.pos], mask))
     replayed = cursor.finish(outcome)
     return RunReport.of("replay", path, len(cursor.steps), outcome, replayed)
 

@@ -303,7 +303,7 @@ class SessionFork:
         for done in self.before_point(round_, pair):
             recording.open_calls.claim(done.name, done.call["payload"].get("toolInput"))
         payload, timestamp = self.replacement_step()
-        recording.recorder.append("tool_result", payload, timestamp)
+        recording.append_step("tool_result", payload, timestamp)
         return self.replacement_value()
 
     def serve(self, name: str, tool_input: Any, open_calls: OpenCalls) -> Answered | None:

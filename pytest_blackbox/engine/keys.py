@@ -1,22 +1,26 @@
 """Provider API keys: which variables hold them, the offline placeholder, and finding them in a run.
 
 Every place that masks, refuses or fakes a key asks this module, so a new provider's key variable or
-header is added once. Standard library only: the read-only CLI commands import it too. See
-docs/concepts.md#secrets.
+header is added once; the user's own secrets (the ``secrets`` option) are found the same way. Standard
+library only: the read-only CLI commands import it too. See docs/concepts.md#secrets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from ..trace.secrets import MIN_SECRET_LENGTH
+
+if TYPE_CHECKING:
+    from .rules import Secrets
 
 __all__ = [
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
     "PLACEHOLDER_VARIABLES",
+    "PROVIDER_KEY_VARIABLES",
     "SECRET_HEADERS",
     "SECRET_QUERY_PARAMETERS",
     "KnownKeys",
@@ -34,6 +38,14 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "ANTHROPIC_API_KEY": (),
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+}
+
+#: The variable that holds each provider's key, by provider (route) name: what to set to record.
+PROVIDER_KEY_VARIABLES: Final = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai_chat": "OPENAI_API_KEY",
+    "openai_responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
 }
 
 #: Set as the provider key in offline runs so SDK constructors start; nothing is sent with it, so it
@@ -56,41 +68,78 @@ def environment_keys(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def header_secrets(headers: Iterable[tuple[str, str]]) -> list[str]:
-    """The key values a request's headers carry (a ``Bearer`` prefix removed)."""
+def header_secrets(
+    headers: Iterable[tuple[str, str]], names: Iterable[str] = SECRET_HEADERS
+) -> list[tuple[str, str]]:
+    """(header name, key value) for each of ``names`` a request carries (a ``Bearer`` prefix removed)."""
+    wanted = set(names)
     return [
-        value[7:] if value.lower().startswith("bearer ") else value
+        (name, value[7:] if value.lower().startswith("bearer ") else value)
         for name, value in headers
-        if name.lower() in SECRET_HEADERS
+        if name.lower() in wanted
     ]
 
 
 class KnownKeys(set[str]):
-    """The key values one run has seen, from the environment and its requests' headers.
+    """The key values one run has seen, from the environment and its requests' headers and URLs.
 
-    They are masked in every message and refused in every cassette the run writes.
+    They are masked in every message and refused in every cassette the run writes. ``secrets`` (the
+    session option) adds variables, values, headers and query parameters to look in. Where each value
+    was first seen is kept, so a refusal can name it (never the value itself).
     """
 
+    def __init__(self, secrets: Secrets | None = None) -> None:
+        super().__init__()
+        self._sources: dict[str, tuple[str, bool]] = {}
+        self.headers = (*SECRET_HEADERS, *(secrets.headers if secrets is not None else ()))
+        self.query = (*SECRET_QUERY_PARAMETERS, *(secrets.query if secrets is not None else ()))
+
     @classmethod
-    def from_environment(cls, env: Mapping[str, str]) -> KnownKeys:
-        keys = cls()
-        for value in environment_keys(env).values():
-            keys.note(value)
+    def from_environment(cls, env: Mapping[str, str], secrets: Secrets | None = None) -> KnownKeys:
+        keys = cls(secrets)
+        for name, value in environment_keys(env).items():
+            keys.note(value, f"the value of {name}")
+        if secrets is not None:
+            for name in secrets.env:
+                keys.note(env.get(name, ""), f"the value of {name}", custom=True)
+            for value in secrets.values:
+                keys.note(value, "a value listed in secrets", custom=True)
         return keys
 
-    def note(self, value: str) -> None:
-        """Remember a key value (stripped; too short a value, or the placeholder, is no key)."""
+    def note(self, value: str, source: str, *, custom: bool = False) -> None:
+        """Remember a key value (stripped; too short a value, or the placeholder, is no key).
+
+        ``source`` says where it came from; ``custom``: from the ``secrets`` option, not a provider's key.
+        """
         value = value.strip()
         if len(value) >= MIN_SECRET_LENGTH and value != OFFLINE_PLACEHOLDER_KEY:
             self.add(value)
+            self._sources.setdefault(value, (source, not custom))
 
     def note_request(self, headers: Iterable[tuple[str, str]], url: str) -> None:
         """Remember the key values a request carries, in its headers or its URL's query."""
-        for value in header_secrets(headers):
-            self.note(value)
+        for name, value in header_secrets(headers, self.headers):
+            self.note(value, f"the value of the {name} request header", custom=name not in SECRET_HEADERS)
         for name, value in parse_qsl(urlsplit(url).query):
-            if name in SECRET_QUERY_PARAMETERS:
-                self.note(value)
+            if name in self.query:
+                source = f"the value of the {name} query parameter"
+                self.note(value, source, custom=name not in SECRET_QUERY_PARAMETERS)
+
+    def describe(self, found: str) -> str:
+        """What a found value is, and where it came from: ``your API key (the value of X)``."""
+        source, provider_key = self._sources.get(found) or self._sources.get(found.strip()) or ("", True)
+        what = "your API key" if provider_key else "a secret"
+        return f"{what} ({source})" if source else what
+
+    def placeholder_in(self, headers: Iterable[tuple[str, str]], url: str) -> str | None:
+        """Where a request carries the offline placeholder key (``the x-api-key header``), if it does."""
+        for name, value in header_secrets(headers, self.headers):
+            if value.strip() == OFFLINE_PLACEHOLDER_KEY:
+                return f"its {name} header"
+        for name, value in parse_qsl(urlsplit(url).query):
+            if name in self.query and value.strip() == OFFLINE_PLACEHOLDER_KEY:
+                return f"its ?{name}= query parameter"
+        return None
 
 
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:

@@ -10,12 +10,24 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
+from .rules import (
+    Matcher,
+    MatchRules,
+    NormalizeRule,
+    RedactRule,
+    Secrets,
+    check_ignore,
+    check_matcher,
+    check_normalize,
+    check_redact,
+    check_secrets,
+)
 
 Mode = Literal["off", "record", "replay", "fork"]
 Match = Literal["strict", "sequence"]
@@ -59,10 +71,23 @@ class SessionOptions:
     report_path: Path | None = None
     #: Replay only: at the first divergence, continue live and re-record from there (``new_episodes``).
     on_divergence: OnDivergence = "fail"
+    #: Match rules (docs/engine.md#match-rules): request fields left out of the comparison, text
+    #: rules applied to both sides before comparing, and the user's own check.
+    ignore: tuple[str, ...] = ()
+    normalize: tuple[NormalizeRule, ...] = ()
+    matcher: Matcher | None = None
+    #: Redaction (docs/engine.md#redaction): text rules applied to everything written to a cassette,
+    #: and more values to treat like the API keys.
+    redact: tuple[RedactRule, ...] = ()
+    secrets: Secrets = field(default_factory=Secrets)
 
     @property
     def has_fork_set(self) -> bool:
         return self.fork_set is not _UNSET
+
+    @property
+    def match_rules(self) -> MatchRules:
+        return MatchRules(self.ignore, self.normalize, self.matcher)
 
     @property
     def resolved_trace_id(self) -> str:
@@ -166,12 +191,19 @@ def resolve_options(
     script: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
     on_divergence: str | None = None,
+    ignore: Any = None,
+    normalize: Any = None,
+    matcher: Any = None,
+    redact: Any = None,
+    secrets: Any = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionOptions:
     """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
 
     ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
     the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
+    Neither have the rules (``ignore``, ``normalize``, ``matcher``, ``redact``, ``secrets``): they are
+    code, checked by the validators of ``rules``.
     """
     env = os.environ if env is None else env
     options = SessionOptions(
@@ -186,5 +218,10 @@ def resolve_options(
         script=_path(_choose("BLACKBOX_SCRIPT", script, env)),
         report_path=_path(_choose("BLACKBOX_REPORT", report_path, env)),
         on_divergence=_on_divergence(on_divergence),
+        ignore=check_ignore(ignore),
+        normalize=check_normalize(normalize),
+        matcher=check_matcher(matcher),
+        redact=check_redact(redact),
+        secrets=check_secrets(secrets),
     )
     return _check_report_path(options)

@@ -13,16 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.jsondiff import first_difference
 from ..errors import BlackboxError, BlackboxUnsupportedError
 from ..interception import Forward, UpstreamResponse
 from ..providers import CallIds
-from ..trace.model import ModelInput, ModelOutput, Terminal, Trace, TraceStep
+from ..providers.sse import StreamCutShort
+from ..trace.model import ModelInput, ModelOutput, StepType, Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
 from .jsonvalue import to_json_value
 from .replay import RecordedPair
-from .tools import OpenCalls
+from .tools import OpenCalls, identical_json
 from .wire import WireCall
 
 __all__ = ["INSIDE_TOOL_MESSAGE", "OVERLAP_MESSAGE", "ModelCall", "Recording", "ToolInvocation"]
@@ -38,6 +40,23 @@ INSIDE_TOOL_MESSAGE = (
 TOOL_AT_START_MESSAGE = (
     "a wrapped tool is still running while a model call starts; await every tool call before the next "
     "model call, so its steps can be written in order"
+)
+CLOSED_EARLY_MESSAGE = (
+    "the agent stopped reading the streamed answer of model call {number} before it ended: a cassette "
+    "holds only whole answers, so a replay could not give the agent the same part of one. Read every "
+    "stream to its end (the SDKs' get_final_message(), get_final_completion() and get_final_response() "
+    "do), or do not stream that call. Nothing is written for this run."
+)
+FALLBACK_MESSAGE = (
+    "model call {number} failed ({reason}) and the agent's next request differs from it at {path}: a "
+    "replay answers a call's first attempt with its recorded answer, so a run that changes its request "
+    "after a failure (a fallback to another model, a shorter prompt) cannot be replayed. This request "
+    "was not sent; record again when the provider answers the first request."
+)
+UNANSWERED_MESSAGE = (
+    "model call {number} failed ({reason}) and was never retried: a cassette holds only answered calls, "
+    "so a replay could not fail it the same way. Nothing was written; record again when the provider "
+    "answers."
 )
 TOOL_AT_RETURN_MESSAGE = (
     "a wrapped tool was still running when a model call returned; await every tool call before the next "
@@ -79,6 +98,8 @@ class ModelCall:
 
     model_input: ModelInput
     started: int
+    #: Which model call of the run it is (1, 2, …), for messages.
+    number: int = 0
     #: Its place among concurrent conversations, once the run records them.
     turn: Turn | None = None
     #: The index of its ``model_input`` step, once written in a sequential recording.
@@ -90,7 +111,8 @@ class Recording:
 
     ``owner`` stands for the session in context variables; ``fail`` keeps an error as the run's
     first; ``concurrent`` says whether overlapping calls may switch to per-conversation recording
-    (only a plain recording: a fork and a replay gone live copy a prefix verbatim).
+    (only a plain recording: a fork and a replay gone live copy a prefix verbatim); ``redact`` is
+    applied to every payload as it is written (before it is hashed).
     """
 
     def __init__(
@@ -103,8 +125,10 @@ class Recording:
         owner: object,
         fail: Callable[[BlackboxError], BlackboxError],
         concurrent: bool,
+        redact: Callable[[Any], Any] | None = None,
     ) -> None:
         self.recorder = recorder
+        self._redact = redact
         self._ids = ids
         self._clock = clock
         self._lock = lock
@@ -116,6 +140,9 @@ class Recording:
         self._open = OpenCalls()
         self._pending: list[ToolInvocation] = []
         self._calls: list[ModelCall] = []
+        self._numbered = 0
+        #: Failed calls no later request has retried yet, with why they failed.
+        self._failed: list[tuple[ModelCall, str]] = []
         #: Set once wrapped calls overlap: the run is then recorded conversation by conversation.
         self._conversations: ConcurrentRecording | None = None
 
@@ -175,7 +202,9 @@ class Recording:
         """Send the call upstream; its answer is recorded when it arrives whole (a failure is not)."""
         started = self._clock()
         model_input = wire.normalize(self._ids)
-        call = ModelCall(model_input, started)
+        self._check_retry(model_input)
+        self._numbered += 1
+        call = ModelCall(model_input, started, self._numbered)
         if self._conversations is not None:
             call.turn = self._conversations.begin(model_input, started, self._pending)
         self.calls_running += 1
@@ -188,11 +217,16 @@ class Recording:
                 try:
                     answer = wire.whole_answer(response)
                     if answer is None:
-                        self._drop_call(call)
+                        status = response.status
+                        self._drop_call(call, f"HTTP {status}" if status >= 300 else "an error in its stream")
                         return  # a failed call is not recorded; the agent sees the real error
                     output = wire.provider.normalize_response(answer, self._ids)
                     if self.tools_running:
                         self._record_concurrently(TOOL_AT_RETURN_MESSAGE)
+                except StreamCutShort:
+                    self._drop_call(call)
+                    self._fail(BlackboxUnsupportedError(CLOSED_EARLY_MESSAGE.format(number=call.number)))
+                    return
                 except BlackboxError as exc:
                     self._drop_call(call)
                     self._fail(exc)
@@ -202,7 +236,7 @@ class Recording:
         def on_failure(error: BaseException) -> None:
             with self._lock:
                 self.calls_running -= 1  # no answer will come; the SDK sees (and may retry) the error
-                self._drop_call(call)
+                self._drop_call(call, type(error).__name__)
 
         return Forward(on_response, on_failure)
 
@@ -214,17 +248,48 @@ class Recording:
         self.append_turn(call.model_input, call.started, output)
         call.step = len(self.recorder) - 2
 
-    def _drop_call(self, call: ModelCall) -> None:
+    def _drop_call(self, call: ModelCall, failure: str | None = None) -> None:
+        """Forget a call that got no answer to record; a failure waits for a request that retries it."""
         if call in self._calls:
             self._calls.remove(call)
         if call.turn is not None and self._conversations is not None:
             self._conversations.drop(call.turn)
+        if failure is not None:
+            self._failed.append((call, failure))
+
+    def _check_retry(self, model_input: ModelInput) -> None:
+        """After a failed call, the next request must retry it (the SDK's retry, or the agent's).
+
+        A replay answers the first attempt and never sees the failure, so only the same request
+        again keeps the run replayable. A different one is refused before it is sent while the run
+        is sequential; with other calls in flight it may be another conversation's, so the failure
+        waits (:meth:`unreplayable` reports it at the end if nothing retried it).
+        """
+        if not self._failed:
+            return
+        retried = next((f for f in self._failed if identical_json(f[0].model_input, model_input)), None)
+        if retried is not None:
+            self._failed.remove(retried)
+        elif self._conversations is None and not self.calls_running:
+            failed, reason = self._failed[-1]
+            diff = first_difference(failed.model_input, model_input)
+            path = diff.path if diff is not None else "(root)"
+            raise BlackboxUnsupportedError(
+                FALLBACK_MESSAGE.format(number=failed.number, reason=reason, path=path)
+            )
+
+    def unreplayable(self) -> BlackboxError | None:
+        """Why the recording cannot be written: a failed call no later request retried."""
+        if not self._failed:
+            return None
+        failed, reason = self._failed[0]
+        return BlackboxUnsupportedError(UNANSWERED_MESSAGE.format(number=failed.number, reason=reason))
 
     def append_turn(self, model_input: ModelInput, started: int, output: ModelOutput) -> None:
         """Write a model call and its answer (after the previous turn's tool steps)."""
         self._flush_tools()
-        self.recorder.append("model_input", model_input, started)
-        self.recorder.append("model_output", output, self._clock())
+        self.append_step("model_input", model_input, started)
+        self.append_step("model_output", output, self._clock())
         self._open = OpenCalls.of(tool_calls_of(output))
 
     # -- tools -----------------------------------------------------------------------------------
@@ -276,6 +341,10 @@ class Recording:
 
     # -- writing ---------------------------------------------------------------------------------
 
+    def append_step(self, type_: StepType, payload: Any, timestamp: int | float) -> None:
+        """Write one step, redacted (every step of a recording is written through here)."""
+        self.recorder.append(type_, payload if self._redact is None else self._redact(payload), timestamp)
+
     def close(
         self, terminal_of: Callable[[list[TraceStep]], Terminal | None]
     ) -> tuple[Trace, Terminal | None]:
@@ -283,7 +352,7 @@ class Recording:
         self.flush()
         terminal = terminal_of(self.recorder.steps)
         if terminal is not None:
-            self.recorder.append("metadata", terminal, self._clock())
+            self.append_step("metadata", terminal, self._clock())
         return self.recorder.trace(), terminal
 
     def flush(self) -> None:
@@ -294,7 +363,7 @@ class Recording:
             return
         self.recorder = TraceRecorder(recorder.trace_id, recorder.created_at)
         for type_, payload, timestamp in conversations.steps(self._pending):
-            self.recorder.append(type_, payload, timestamp)
+            self.append_step(type_, payload, timestamp)
         self._pending, self._conversations = [], None
 
     def _flush_tools(self) -> None:
@@ -303,7 +372,7 @@ class Recording:
         done = [p for p in self._pending if p.outcome]
         done.sort(key=lambda p: (not p.requested, order.get(p.call_id, len(order))))
         for type_, payload, timestamp in tool_steps(done):
-            self.recorder.append(type_, payload, timestamp)
+            self.append_step(type_, payload, timestamp)
         self._pending = [p for p in self._pending if not p.outcome]
 
 

@@ -20,14 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.jsondiff import ABSENT, first_difference, render_value
+from ..analysis.jsondiff import ABSENT, Difference, first_difference, render_value
 from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_trace
 from ..trace.model import Trace, TraceStep
 from ..trace.payloads import outcome_of
 from .concurrency import AnswerIndex
+from .divergence import common_prefix, diverge
 from .options import Match
+from .rules import MatchRules
 from .tools import identical_json, same_json
 
 __all__ = [
@@ -44,6 +46,7 @@ REQUEST_HINT = (
     "nondeterministic (a timestamp, a random id), rerun with --match sequence."
 )
 TOOL_INPUT_HINT = "The agent called the tool with different arguments than it did when recording."
+MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."
 OUTCOME_HINT = (
     "Every model call matched, but the agent ended the run differently: the result or error it passed to "
     "finish() is not the recorded one."
@@ -90,6 +93,10 @@ class RecordedPair:
     def call_id(self) -> str:
         return str(self.call["payload"].get("toolCallId", ""))
 
+    @property
+    def tool_input(self) -> Any:
+        return self.call["payload"].get("toolInput")
+
     def answer(self) -> Any:
         """A private copy of the recorded result, or the recorded error raised."""
         payload = self.result["payload"] if self.result is not None else {}
@@ -135,11 +142,16 @@ class ReplayCursor:
     (``sequence``), and a tool invocation claims a call of any open round.
     """
 
-    def __init__(self, trace: Trace, match: Match, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, trace: Trace, match: Match, secrets: Iterable[str] = (), rules: MatchRules | None = None
+    ) -> None:
         self.trace = trace
         self.steps = trace["steps"]
         self.match = match
         self.secrets = secrets
+        #: The match rules, if any is set: without them a request is compared exactly as recorded.
+        self.rules = rules if rules is not None and rules.active else None
+        self._views: dict[RecordedTurn, Any] = {}
         #: Whether every model call so far was the first unused one: only then can a replay go live.
         self.in_order = True
         self.last: RecordedTurn | None = None
@@ -208,11 +220,47 @@ class ReplayCursor:
 
     # -- rendering -------------------------------------------------------------------------------
 
-    def _render(self, value: Any) -> str:
-        return render_value(value, self.secrets)
-
     def _diverge(self, index: int, path: str, expected: str, actual: str, hint: str | None = None) -> None:
+        """A divergence described in words (values go through :meth:`_diverge_at`)."""
         raise ReplayDivergenceError(index, path, expected, actual, hint)
+
+    def _diverge_at(self, index: int, diff: Difference, hint: str, rules: str | None = None) -> None:
+        diverge(index, diff.path, diff.expected, diff.actual, self.secrets, hint, rules)
+
+    # -- comparing -------------------------------------------------------------------------------
+
+    def view(self, actual: Any) -> Any:
+        """A request as compared: with the match rules applied, if any is set."""
+        return actual if self.rules is None else self.rules.view(actual)
+
+    def _view(self, turn: RecordedTurn) -> Any:
+        """A recorded request as compared (computed once per recorded call)."""
+        if self.rules is None:
+            return turn.input["payload"]
+        view = self._views.get(turn)
+        if view is None:
+            view = self._views[turn] = self.rules.view(turn.input["payload"])
+        return view
+
+    def _tool_view(self, name: str, tool_input: Any) -> Any:
+        """A wrapped tool's input as compared."""
+        return tool_input if self.rules is None else self.rules.tool_view(name, tool_input)
+
+    def _request_differs(self, turn: RecordedTurn, actual: Any, view: Any) -> None:
+        """Diverge at the first difference between a request and a recorded call (if they differ)."""
+        diff = first_difference(self._view(turn), view)
+        if diff is not None:
+            applied = self.rules.applied(turn.input["payload"], actual) if self.rules is not None else None
+            self._diverge_at(turn.input["index"], diff, REQUEST_HINT, applied)
+
+    def _judge(self, turn: RecordedTurn, view: Any) -> None:
+        """The user's matcher, if set, has the last word on a request that answers a recorded call."""
+        if self.rules is None:
+            return
+        reason = self.rules.judge(self._view(turn), view)
+        if reason is not None:
+            index = turn.input["index"]
+            self._diverge(index, "matcher", "a request the matcher accepts", reason, MATCHER_HINT)
 
     # -- rounds ----------------------------------------------------------------------------------
 
@@ -303,19 +351,13 @@ class ReplayCursor:
         assert turn is not None
         return turn.input
 
-    def compare_request(self, recorded: TraceStep, actual: Any) -> None:
-        """Strict mode: the normalized request must equal the recorded one (the first difference is named)."""
-        if self.match != "strict" or identical_json(recorded["payload"], actual):
-            return
-        diff = first_difference(recorded["payload"], actual)
-        if diff is not None:
-            self._diverge(
-                recorded["index"],
-                diff.path,
-                self._render(diff.expected),
-                self._render(diff.actual),
-                REQUEST_HINT,
-            )
+    def compare_request(self, turn: RecordedTurn, actual: Any) -> None:
+        """Strict mode: the request must equal the recorded one (the first difference is named); the
+        matcher, if set, must accept it in both modes."""
+        view = self.view(actual)
+        if self.match == "strict" and not identical_json(self._view(turn), view):
+            self._request_differs(turn, actual, view)
+        self._judge(turn, view)
 
     def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
         """The recorded call that answers this request; its round opens.
@@ -325,9 +367,9 @@ class ReplayCursor:
         """
         if not in_order:
             return self.claim_request(actual)
-        recorded = self.peek_model_input()
-        self.compare_request(recorded, actual)
-        return self._use(self._by_input[recorded["index"]])
+        turn = self._by_input[self.peek_model_input()["index"]]
+        self.compare_request(turn, actual)
+        return self._use(turn)
 
     def _use(self, turn: RecordedTurn) -> RecordedTurn:
         if turn.output is None:
@@ -354,29 +396,31 @@ class ReplayCursor:
         call that starts a conversation (or continues a used one).
         """
         following = self._first_unused()
+        view = self.view(actual)
         if self.match == "strict":
-            if following is not None and identical_json(following.input["payload"], actual):
+            if following is not None and identical_json(self._view(following), view):
                 turn: RecordedTurn | None = following
             else:
-                turn = self._equal_unused(actual) or self._closest_or_diverge(actual)
+                turn = self._equal_unused(view) or self._closest_or_diverge(actual, view)
         else:
-            turn = self._continuation(actual)
+            turn = self._continuation(actual, view)
         assert turn is not None
         self._settle_before(turn)
+        self._judge(turn, view)
         return self._use(turn)
 
     def _text(self, turn: RecordedTurn) -> str:
         text = self._texts.get(turn)
         if text is None:
-            text = self._texts[turn] = _sorted_text(turn.input["payload"])
+            text = self._texts[turn] = _sorted_text(self._view(turn))
         return text
 
-    def _equal_unused(self, actual: Any) -> RecordedTurn | None:
+    def _equal_unused(self, view: Any) -> RecordedTurn | None:
         if self._by_text is None:
             self._by_text = {}
             for turn in self.turns:
                 self._by_text.setdefault(self._text(turn), []).append(turn)
-        wanted = _sorted_text(actual)
+        wanted = _sorted_text(view)
         return next((t for t in self._by_text.get(wanted, ()) if not t.consumed), None)
 
     def _candidates(self, actual: Any) -> list[RecordedTurn]:
@@ -398,29 +442,21 @@ class ReplayCursor:
             self._no_further(self.pos)
         return ready
 
-    def _closest(self, candidates: list[RecordedTurn], actual: Any) -> RecordedTurn:
+    def _closest(self, candidates: list[RecordedTurn], view: Any) -> RecordedTurn:
         """The candidate whose request starts with the longest run of the same canonical JSON."""
         if len(candidates) == 1:
             return candidates[0]
-        text = _sorted_text(actual)
-        return max(candidates, key=lambda t: (_common_prefix(self._text(t), text), -t.number))
+        text = _sorted_text(view)
+        return max(candidates, key=lambda t: (common_prefix(self._text(t), text), -t.number))
 
-    def _continuation(self, actual: Any) -> RecordedTurn:
-        return self._closest(self._candidates(actual), actual)
+    def _continuation(self, actual: Any, view: Any) -> RecordedTurn:
+        return self._closest(self._candidates(actual), view)
 
-    def _closest_or_diverge(self, actual: Any) -> RecordedTurn:
+    def _closest_or_diverge(self, actual: Any, view: Any) -> RecordedTurn:
         """A request equal to no unused call diverges from the closest one (unless canonically equal)."""
-        turn = self._continuation(actual)
+        turn = self._continuation(actual, view)
         self._settle_before(turn)
-        diff = first_difference(turn.input["payload"], actual)
-        if diff is not None:
-            self._diverge(
-                turn.input["index"],
-                diff.path,
-                self._render(diff.expected),
-                self._render(diff.actual),
-                REQUEST_HINT,
-            )
+        self._request_differs(turn, actual, view)
         return turn
 
     # -- tools -----------------------------------------------------------------------------------
@@ -435,7 +471,8 @@ class ReplayCursor:
         rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
         unclaimed = [p for pairs in rounds for p in pairs if not p.claimed]
         named = [p for p in unclaimed if p.name == name]
-        exact = next((p for p in named if same_json(p.call["payload"].get("toolInput"), tool_input)), None)
+        view = self._tool_view(name, tool_input)
+        exact = next((p for p in named if same_json(self._tool_view(name, p.tool_input), view)), None)
         pair = exact or (named[0] if named else None)
         if pair is None:
             preferred = self.turns[prefer] if prefer is not None and 0 <= prefer < len(self.turns) else None
@@ -448,13 +485,10 @@ class ReplayCursor:
             )
         assert pair is not None
         if exact is None and self.match == "strict":
-            self._diverge(
-                pair.call["index"],
-                f"tool {name} input",
-                self._render(pair.call["payload"].get("toolInput", ABSENT)),
-                self._render(tool_input),
-                TOOL_INPUT_HINT,
-            )
+            recorded = pair.call["payload"].get("toolInput", ABSENT)
+            applied = self.rules.applied(recorded, tool_input, name) if self.rules is not None else None
+            diff = Difference(f"tool {name} input", self._tool_view(name, recorded), view)
+            self._diverge_at(pair.call["index"], diff, TOOL_INPUT_HINT, applied)
         pair.claimed = True
         return pair
 
@@ -501,15 +535,3 @@ class ReplayCursor:
 
 
 _sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """The length of the longest common start of two strings (by halving: C-speed comparisons)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
-from ..trace.model import Terminal, TraceStep
+from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
@@ -34,8 +34,9 @@ from .keys import KnownKeys
 from .options import _UNSET, SessionOptions, resolve_options
 from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
+from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import WireCall, offline_error, refusal
+from .wire import WireCall, offline_error, refusal, refuse_placeholder, warn_unreplayable
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -67,7 +68,8 @@ class Session:
         self._clock = clock
         self._lock = threading.RLock()
         self._ids = providers.CallIds()
-        self._secrets = KnownKeys.from_environment(os.environ)
+        self._secrets = KnownKeys.from_environment(os.environ, options.secrets)
+        self._redactor = Redactor(options.redact) if options.redact else None
         self._first_error: BlackboxError | None = None
         self._finished = False
         self._ended_by_exit = False
@@ -97,10 +99,13 @@ class Session:
             if self.options.cassette is None:
                 raise BlackboxUsageError("replay mode needs a cassette (cassette / BLACKBOX_CASSETTE)")
             trace = load_cassette(self.options.cassette)
-            self._cursor = ReplayCursor(trace, self.options.match, self._secrets)
+            self._cursor = self._new_cursor(trace)
         elif self.mode == "fork":
             self._fork = SessionFork.prepare(self.options, self._secrets)
-            self._cursor = ReplayCursor(self._fork.parent, self.options.match, self._secrets)
+            self._cursor = self._new_cursor(self._fork.parent)
+
+    def _new_cursor(self, trace: Trace) -> ReplayCursor:
+        return ReplayCursor(trace, self.options.match, self._secrets, self.options.match_rules)
 
     def _new_recording(self, recorder: TraceRecorder) -> Recording:
         concurrent = self.options.mode == "record"
@@ -112,6 +117,7 @@ class Session:
             owner=self._token,
             fail=self._fail,
             concurrent=concurrent,
+            redact=self._redacted if self._redactor is not None else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -177,7 +183,12 @@ class Session:
                 self._write_report(report_error)
 
     def _mask(self, text: str) -> str:
-        return mask(text, self._secrets)
+        """Text for a message or a cassette: redacted, then every known key masked."""
+        return mask(text if self._redactor is None else self._redactor.text(text), self._secrets)
+
+    def _redacted(self, value: Any) -> Any:
+        """A value as a cassette holds it (what a replay compares a live value with)."""
+        return value if self._redactor is None else self._redactor.value(value)
 
     def _fail(self, error: BlackboxError) -> BlackboxError:
         """Keep the first typed error: it is the one ``finish()`` raises."""
@@ -210,6 +221,7 @@ class Session:
                 assert self._recording is not None
                 if self._fork is not None and self._fork.scripted:
                     return self._script_call(call, self._recording)
+                refuse_placeholder(request, call.provider.NAME, self._secrets)
                 return self._recording.record_call(call)
             except BlackboxError as exc:
                 text = "[blackbox] " + self._mask(str(self._refuse_call(exc)))
@@ -224,7 +236,7 @@ class Session:
 
     def _replay_call(self, call: WireCall) -> Reply:
         assert self._cursor is not None
-        model_input = call.normalize(self._ids)
+        model_input = self._redacted(call.normalize(self._ids))
         turn = self._cursor.answer(model_input, in_order=self._fork is not None)  # a fork: as recorded
         note_call(self._token, turn.number)
         assert turn.output is not None
@@ -241,6 +253,8 @@ class Session:
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
+            if not inside_tool(self._token):  # a wrapped tool's requests never happen in a replay
+                warn_unreplayable(request, self._mask)
             return Forward()
         error = offline_error(self.options.mode, request, self._mask)
         self._refuse_call(error)  # kept, unless the run already ended
@@ -292,6 +306,8 @@ class Session:
             try:
                 self._refuse_if_ended(f"`{name}` was not run")
                 tool_input = to_json_value(tool_input, f"the arguments of tool {name}")
+                if self._cursor is not None:
+                    tool_input = self._redacted(tool_input)  # compared as the cassette holds it
                 if self.mode == "replay":
                     assert self._cursor is not None
                     hint = last_call(self._token)
@@ -407,7 +423,9 @@ class Session:
     def _check_replay(self, result: Any, error: Any) -> RunReport:
         assert self._cursor is not None
         try:
-            self.report = ending.check_replay(self._cursor, self.options.cassette, result, error, self._mask)
+            self.report = ending.check_replay(
+                self._cursor, self.options.cassette, result, error, self._mask, self._redacted
+            )
         except ReplayDivergenceError as exc:
             try:
                 self._go_live_or_raise(exc)

@@ -180,11 +180,26 @@ class ToolPort(Generic[R]):
         return self.end(begun, result, None)
 
 
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine to await: a coroutine function, a bound method or
+    ``functools.partial`` of one, or an object whose ``__call__`` is one."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return False
+    return inspect.iscoroutinefunction(type(fn).__call__)
+
+
 def wrap_tool(host: ToolPort[Any], name: str, fn: F) -> F:
-    """Wrap ``fn`` so every invocation goes through ``host`` under the tool name ``name``."""
+    """Wrap ``fn`` so every invocation goes through ``host`` under the tool name ``name``.
+
+    The wrapper is sync or async as ``fn`` is (callable objects, partials and bound methods included).
+    """
     if not callable(fn):
         raise TypeError(f"tool {name!r} must be callable")
-    if inspect.iscoroutinefunction(fn):
+    if is_async_callable(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -7,17 +7,27 @@ It is the one place the engine turns wire bytes into what a provider reads, and 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from .. import providers
-from ..errors import BlackboxUnsupportedError, OfflineRequestError
+from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
+from ..providers.sse import StreamCutShort
 from ..trace.model import ModelInput, TraceStep
+from .keys import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
 
-__all__ = ["WireCall", "offline_error", "parse_json_body", "refusal"]
+__all__ = [
+    "WireCall",
+    "offline_error",
+    "parse_json_body",
+    "refusal",
+    "refuse_placeholder",
+    "warn_unreplayable",
+]
 
 
 def parse_json_body(raw: bytes, what: str) -> Any:
@@ -73,28 +83,67 @@ class WireCall:
         """The response body to normalize, or ``None`` for a call that did not succeed as a whole.
 
         Failed calls are not recorded (the agent got the provider's error): an error status, and an
-        event stream that reported an error, was cut short or was closed by the agent before its end.
-        A streamed answer is added up into the body the provider would have sent without streaming.
+        event stream that reported an error or was cut short. A streamed answer is added up into the
+        body the provider would have sent without streaming. A stream the agent closed before its
+        end raises ``StreamCutShort``: the agent read part of an answer no replay can give it.
         """
-        if not 200 <= response.status < 300 or not response.complete:
+        if not 200 <= response.status < 300:
             return None
         content_type = next((value for name, value in response.headers if name == "content-type"), "")
         if not content_type.strip().lower().startswith("text/event-stream"):
-            return parse_json_body(response.body, "the response body")
+            return parse_json_body(response.body, "the response body") if response.complete else None
         try:
             return self.provider.collect_stream(response.body)
+        except StreamCutShort:
+            if response.complete:
+                return None  # the upstream cut it: a failed call, which the SDK or the agent may retry
+            raise
         except BlackboxUnsupportedError:
             return None
 
 
+def _shown(request: OtherRequest, mask: Callable[[str], str]) -> str:
+    """``METHOD scheme://host:port/path``: no credentials, no query string, keys masked."""
+    url = urlsplit(request.url)
+    port = f":{url.port}" if url.port else ""
+    host = url.hostname or ""
+    return f"{request.method} {mask(f'{url.scheme}://{host}{port}{url.path}')}"
+
+
 def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) -> OfflineRequestError:
     """The refusal of a request that is not a model call, in a run that must not reach the network."""
-    url = urlsplit(request.url)
-    shown = f"{url.scheme}://{url.hostname or ''}{f':{url.port}' if url.port else ''}{url.path}"
     return OfflineRequestError(
         f"{mode} mode answers only model calls (messages.create / chat.completions.create); "
-        f"a request to {request.method} {mask(shown)} would need the network"
+        f"a request to {_shown(request, mask)} would need the network"
     )
+
+
+def warn_unreplayable(request: OtherRequest, mask: Callable[[str], str]) -> None:
+    """A request that is not a model call, sent while recording outside every wrapped tool: a replay
+    will refuse it, so say so now (once per request line; a warnings filter silences it)."""
+    warnings.warn(
+        f"record mode: {_shown(request, mask)} is not a model call, so a replay cannot answer it (it "
+        "would need the network, and is refused there). Make it inside a wrapped tool (a replay returns "
+        "the tool's recorded result without running it), or skip it when the session replays.",
+        UnreplayableWarning,
+        stacklevel=2,
+    )
+
+
+def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) -> None:
+    """A call about to be sent with the offline placeholder key is refused before it goes out.
+
+    The placeholder is set when no key is, so SDK clients can start for a replay; a recording needs
+    the real key, and the provider would only answer 401.
+    """
+    where = keys.placeholder_in(request.headers, request.url)
+    if where is not None:
+        variable = PROVIDER_KEY_VARIABLES.get(provider, "the provider's API key variable")
+        raise BlackboxUsageError(
+            f"recording needs a real key: this request carries the offline placeholder key "
+            f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "
+            "to record (the placeholder only lets SDK clients start for a replay)"
+        )
 
 
 def refusal(provider: providers.Provider, text: str) -> Reply:

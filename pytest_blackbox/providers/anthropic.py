@@ -444,9 +444,9 @@ class _MessageCollector:
 
     def message(self) -> dict[str, Any]:
         if self._message is None:
-            stream_problem("has no message_start event")
+            stream_problem("has no message_start event", cut_short=True)
         if not self._stopped:
-            stream_problem("ended before message_stop (it was cut short)")
+            stream_problem("ended before message_stop (it was cut short)", cut_short=True)
         for index, text in self._json.items():
             if text:
                 self._blocks[index]["input"] = _tool_input_json(text, index)

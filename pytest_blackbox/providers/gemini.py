@@ -746,9 +746,9 @@ def collect_stream(body: bytes) -> dict[str, Any]:
             )
     if candidate is None:
         if response.get("promptFeedback") is None:
-            stream_problem("has no candidates (it was cut short)")
+            stream_problem("has no candidates (it was cut short)", cut_short=True)
         return response  # a blocked prompt: normalize_response names the reason
     if candidate.get("finishReason") is None:
-        stream_problem("ended before a finishReason (it was cut short)")
+        stream_problem("ended before a finishReason (it was cut short)", cut_short=True)
     response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, "index": 0}]
     return response

@@ -498,9 +498,9 @@ class _CompletionCollector:
 
     def completion(self) -> dict[str, Any]:
         if self._head is None:
-            stream_problem("has no chunks")
+            stream_problem("has no chunks", cut_short=True)
         if self._finish is None:
-            stream_problem("ended without a finish_reason (it was cut short)")
+            stream_problem("ended without a finish_reason (it was cut short)", cut_short=True)
         message = dict(self._message)
         if self._calls:
             message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]

@@ -510,7 +510,9 @@ def collect_stream(body: bytes) -> dict[str, Any]:
             if response.get("output") is None:
                 return {**response, "output": [done[index] for index in sorted(done)]}
             return response
-    stream_problem("ended before response.completed or response.incomplete (it was cut short)")
+    stream_problem(
+        "ended before response.completed or response.incomplete (it was cut short)", cut_short=True
+    )
 
 
 def synthesize_stream(

@@ -21,6 +21,7 @@ __all__ = [
     "SSE_HEADERS",
     "TEXT_PIECE",
     "SseEvent",
+    "StreamCutShort",
     "encode_event",
     "event_object",
     "parse_events",
@@ -45,9 +46,17 @@ class SseEvent:
     data: str
 
 
-def stream_problem(problem: str) -> NoReturn:
-    """Refuse a streamed body: the call failed or was cut, so there is no whole answer to record."""
-    raise BlackboxUnsupportedError(
+class StreamCutShort(BlackboxUnsupportedError):
+    """A stream that ended before its answer did (and reported no error): cut, or closed by the client."""
+
+
+def stream_problem(problem: str, *, cut_short: bool = False) -> NoReturn:
+    """Refuse a streamed body: the call failed or was cut, so there is no whole answer to record.
+
+    ``cut_short``: the body simply stops before the answer's end (no error event): the upstream was
+    cut, or the client closed the stream early, which the recording tells apart.
+    """
+    raise (StreamCutShort if cut_short else BlackboxUnsupportedError)(
         f"the streamed response {problem}; the call did not complete, so it is not recorded"
     )
 

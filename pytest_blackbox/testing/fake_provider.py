@@ -92,6 +92,92 @@ class ScriptedResponse:
 
 _Script = Callable[[ReceivedRequest], ScriptedResponse]
 
+#: What a scripted answer says, as a conversation holds it: (text or None, ((tool name, input JSON), …)).
+_Said = tuple["str | None", tuple[tuple[str, str], ...]]
+
+
+def _said(text: str | None, calls: Iterable[tuple[Any, Any]]) -> _Said:
+    return (text or None, tuple((str(name), json.dumps(args, sort_keys=True)) for name, args in calls))
+
+
+def _arguments(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
+
+
+def _joined(parts: Any, kinds: tuple[str, ...]) -> str | None:
+    """The text of a message's content: a string, or its text parts joined."""
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        return None
+    return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") in kinds)
+
+
+def _held(request: ReceivedRequest) -> list[_Said]:
+    """The model answers a request's conversation already holds, oldest first (by the API's shape)."""
+    body = request.json if isinstance(request.json, dict) else {}
+    if _GEMINI_PATH.search(request.path):
+        return [
+            _said(
+                "".join(
+                    p.get("text", "") for p in c.get("parts", []) if "text" in p and not p.get("thought")
+                ),
+                [
+                    (p["functionCall"].get("name"), p["functionCall"].get("args"))
+                    for p in c.get("parts", [])
+                    if isinstance(p.get("functionCall"), dict)
+                ],
+            )
+            for c in body.get("contents") or []
+            if isinstance(c, dict) and c.get("role") == "model"
+        ]
+    if request.path.endswith("/responses"):
+        return _responses_held(body.get("input"))
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant"]
+    if request.path.endswith("/v1/messages"):
+        return [
+            _said(
+                _joined(m.get("content"), ("text",)),
+                [
+                    (b.get("name"), b.get("input"))
+                    for b in m.get("content") or []
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                ],
+            )
+            for m in messages
+        ]
+    return [
+        _said(
+            _joined(m.get("content"), ("text", "output_text")),
+            [
+                (c["function"].get("name"), _arguments(c["function"].get("arguments")))
+                for c in m.get("tool_calls") or []
+                if isinstance(c, dict) and isinstance(c.get("function"), dict)
+            ],
+        )
+        for m in messages
+    ]
+
+
+def _responses_held(items: Any) -> list[_Said]:
+    """Responses API input: each run of assistant messages and function calls is one answer."""
+    held: list[_Said] = []
+    texts: list[str] = []
+    calls: list[tuple[Any, Any]] = []
+    for item in [*(items if isinstance(items, list) else []), None]:
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        if kind == "function_call" and isinstance(item, dict):
+            calls.append((item.get("name"), _arguments(item.get("arguments"))))
+        elif kind == "message" and isinstance(item, dict) and item.get("role") == "assistant":
+            texts.append(_joined(item.get("content"), ("output_text", "text")) or "")
+        elif kind != "reasoning" and (texts or calls):
+            held.append(_said("".join(texts), calls))
+            texts, calls = [], []
+    return held
+
 
 @dataclass
 class _Ids:
@@ -449,7 +535,9 @@ class FakeProvider:
 
     def __init__(self, respond: Responder | None = None) -> None:
         self._respond = respond
-        self._script: deque[_Script] = deque()
+        self._script: deque[tuple[_Script, _Said | None]] = deque()
+        #: Answers served from the script (the conversations' answers that came from this server).
+        self._served = 0
         self._received: list[ReceivedRequest] = []
         self._lock = threading.Lock()
         self._ids = _Ids()
@@ -548,7 +636,7 @@ class FakeProvider:
                 return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, message, headers, gzip=gzip)
 
-        self._push(script, "/v1/messages")
+        self._push(script, "/v1/messages", said=_said(text, calls))
 
     def queue_openai_text(self, text: str, *, gzip: bool = False) -> None:
         self.queue_openai_tool_calls([], text=text, gzip=gzip)
@@ -565,7 +653,7 @@ class FakeProvider:
                 return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, completion, headers, gzip=gzip)
 
-        self._push(script, "/chat/completions")
+        self._push(script, "/chat/completions", said=_said(text, calls))
 
     def queue_responses_text(self, text: str, *, gzip: bool = False) -> None:
         self.queue_responses_tool_calls([], text=text, gzip=gzip)
@@ -583,7 +671,7 @@ class FakeProvider:
                 return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, response, headers, gzip=gzip)
 
-        self._push(script, "/responses")
+        self._push(script, "/responses", said=_said(text, calls))
 
     def queue_gemini_text(self, text: str, *, thinking: bool = False, gzip: bool = False) -> None:
         self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip)
@@ -610,7 +698,7 @@ class FakeProvider:
                 return ScriptedResponse(200, headers=headers + _SSE_HEADERS, chunks=chunks, gzip=gzip)
             return ScriptedResponse(200, response, headers, gzip=gzip)
 
-        self._push(script, ":generateContent", _is_gemini_path)
+        self._push(script, ":generateContent", _is_gemini_path, said=_said(text, calls))
 
     # --- observations ----------------------------------------------------------------------------
 
@@ -621,24 +709,47 @@ class FakeProvider:
 
     @property
     def pending(self) -> int:
-        """Scripted answers not served yet."""
+        """Scripted answers not served yet (and not already held by the conversation asking)."""
         with self._lock:
             return len(self._script)
 
     # --- serving ---------------------------------------------------------------------------------
 
     def _push(
-        self, script: _Script, path_suffix: str | None = None, matches: Callable[[str], bool] | None = None
+        self,
+        script: _Script,
+        path_suffix: str | None = None,
+        matches: Callable[[str], bool] | None = None,
+        *,
+        said: _Said | None = None,
     ) -> None:
         if path_suffix is not None:
             script = _for_path(script, path_suffix, matches)
         with self._lock:
-            self._script.append(script)
+            self._script.append((script, said))
+
+    def _skip_held(self, request: ReceivedRequest) -> None:
+        """Drop the queued answers the request's conversation already holds without this server.
+
+        A replay that goes live (``new_episodes``) answered the first calls from the cassette, so a
+        freshly scripted fake has not served them: the answers it would serve first are already in
+        the conversation. When the conversation holds more answers than this server ever served, the
+        queue's leading answers that match its latest ones are dropped, so the live tail gets the
+        answers scripted for it. Called under the lock.
+        """
+        held = _held(request) if self._script and self._script[0][1] is not None else []
+        unseen = len(held) - self._served
+        for said in held[len(held) - unseen :] if unseen > 0 else []:
+            if not self._script or self._script[0][1] != said:
+                return
+            self._script.popleft()
 
     def _answer(self, request: ReceivedRequest) -> ScriptedResponse:
         with self._lock:
             self._received.append(request)
-            script = self._script.popleft() if self._script else None
+            self._skip_held(request)
+            script = self._script.popleft()[0] if self._script else None
+            self._served += script is not None
         if script is not None:
             return script(request)
         if self._respond is not None:

@@ -188,3 +188,25 @@ def test_an_extra_model_call_goes_live_after_the_recorded_ones(
 def test_on_divergence_is_validated() -> None:
     with pytest.raises(BlackboxUsageError, match=r'^on_divergence must be "fail" or "record"; got "retry"$'):
         blackbox(mode="replay", cassette="x.json", on_divergence="retry")
+
+
+def test_a_freshly_scripted_fake_answers_the_live_tail_with_its_own_answers(
+    flavor: tuple[str, bool], tmp_path: Path
+) -> None:
+    """A test's fixture scripts the whole conversation on a new fake every run. A replay gone live
+    never asked it for the calls answered from the cassette: the fake skips the answers the
+    conversation already holds, so the re-recorded tail gets the answers scripted for it."""
+    old = tmp_path / "old.json"
+    with FakeProvider() as fake:
+        record(fake, flavor, old, TWO_QUESTIONS, prompts=PROMPTS)
+    changed = (PROMPTS[0], "And in Rome? Include the local time.")
+    with FakeProvider() as fake:
+        script(fake, flavor[0], TWO_QUESTIONS)  # the whole script again, as a fixture queues it
+        new, run = go_live(fake, flavor, old, tmp_path, prompts=changed)
+        assert (run.session.went_live_at, run.answer) == (6, "Rome is 24.5°C; it is 14:05.")
+        assert (len(fake.requests), fake.pending) == (2, 0)
+    steps = assert_prefix_kept(old, new, 6)
+    assert steps[7]["payload"]["calls"] == [
+        {"toolCallId": "call-1", "toolName": "get_weather", "toolInput": {"city": "Rome"}},
+        {"toolCallId": "call-2", "toolName": "get_time", "toolInput": {"city": "Rome"}},
+    ]

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_blackbox import Secrets
 from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.options import SessionOptions, resolve_options
+from pytest_blackbox.engine.rules import RULE_VALIDATORS
 from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUsageError, CassetteError
 
@@ -127,3 +129,83 @@ def test_the_offline_placeholder_key_is_never_a_secret(
     monkeypatch.setenv("OPENAI_API_KEY", "real-team-key-123")
     session = Session(SessionOptions(mode="record", out=tmp_path / "x.json"), exit_net=False)
     assert session._secrets == {"real-team-key-123"}
+
+
+# -- the rule options ------------------------------------------------------------------------------
+
+BAD_RULES = [
+    (
+        "ignore",
+        3,
+        'ignore must be a list of request field paths such as "systemPrompt" or '
+        '"messages[*].content[0].text"; got int',
+    ),
+    (
+        "ignore",
+        ["messages[x]"],
+        'ignore: "messages[x]" is not a request field path; write it as a divergence '
+        'message prints it, e.g. "messages[2].content[0].result", with [*] for any index',
+    ),
+    ("ignore", [""], 'ignore: an empty path; name a request field, e.g. "systemPrompt"'),
+    (
+        "normalize",
+        ("a", "b"),
+        "normalize must be a list of (pattern, replacement) pairs and/or functions str -> str; got an item "
+        "of type str (a single pair goes in a list: normalize=[(pattern, replacement)])",
+    ),
+    (
+        "normalize",
+        [("(", "x")],
+        "normalize: '(' is not a valid regular expression (missing ), unterminated subpattern at position 0)",
+    ),
+    (
+        "matcher",
+        "strict",
+        "matcher must be a function (recorded_model_input, live_model_input) -> None or a "
+        "reason string; got str",
+    ),
+    (
+        "redact",
+        [3],
+        "redact must be a list of regular expressions and/or functions str -> str; got an item of type int",
+    ),
+    (
+        "redact",
+        {"a": 1},
+        "redact must be a list of regular expressions and/or functions str -> str; got dict",
+    ),
+    (
+        "secrets",
+        ["x"],
+        'secrets must be a mapping such as {"env": [...], "values": [...], "headers": [...], '
+        '"query": [...]} or pytest_blackbox.Secrets; got list',
+    ),
+    ("secrets", {"header": ["x"]}, 'secrets has no key "header"; its keys are env, values, headers, query'),
+    ("secrets", {"env": [3]}, "secrets['env'] must be a list of strings"),
+]
+
+
+@pytest.mark.parametrize(("option", "value", "message"), BAD_RULES)
+def test_a_bad_rule_gives_one_line_naming_the_option(option: str, value: object, message: str) -> None:
+    with pytest.raises(BlackboxUsageError) as caught:
+        blackbox(mode="replay", cassette="missing.json", **{option: value})
+    assert str(caught.value) == message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_the_rule_validators_give_the_stored_shapes() -> None:
+    """What the pytest plugin calls on a marker's or a fixture's values: the same validators."""
+    assert RULE_VALIDATORS["ignore"]("systemPrompt") == ("systemPrompt",)
+    (pattern, replacement), strip = RULE_VALIDATORS["normalize"]([(r"\d+", "N"), str.strip])
+    assert (pattern.pattern, replacement, strip) == (r"\d+", "N", str.strip)
+    assert [rule.pattern for rule in RULE_VALIDATORS["redact"](r"\S+@\S+")] == [r"\S+@\S+"]
+    assert RULE_VALIDATORS["matcher"](None) is None
+    secrets = RULE_VALIDATORS["secrets"]({"headers": ["X-Gateway-Key"], "query": "token", "env": ["TOKEN"]})
+    assert secrets == Secrets(env=("TOKEN",), headers=("x-gateway-key",), query=("token",))
+    options = resolve_options(ignore=["systemPrompt"], secrets=secrets)
+    assert (options.ignore, options.secrets, options.normalize, options.matcher) == (
+        ("systemPrompt",),
+        secrets,
+        (),
+        None,
+    )

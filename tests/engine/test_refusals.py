@@ -51,7 +51,11 @@ def test_an_api_key_in_a_tool_result_refuses_the_cassette(
     run = run_agent(flavor, fake_provider.base_url, session=session, box=leaky, finish=False)
     with pytest.raises(SecretLeakError) as caught:
         session.finish(result=run.answer)
-    assert str(caught.value) == "refusing to write the cassette: it contains your API key"
+    assert str(caught.value) == (
+        "refusing to write the cassette: it contains your API key "
+        f"(the value of {flavor[0].upper()}_API_KEY) in step 3 (tool_result) at result.debug; "
+        "keep it out of what the agent sends and what its tools return"
+    )
     assert key not in str(caught.value)
     assert not path.exists()
     assert list(tmp_path.iterdir()) == []

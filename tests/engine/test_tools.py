@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
 import json
 import math
@@ -241,3 +243,68 @@ def test_tool_input_follows_the_parameter_names() -> None:
     def search(query: str, **filters: Any) -> None: ...
 
     assert tool_input_of(search, ("pizza",), {"city": "Rome"}) == {"query": "pizza", "city": "Rome"}
+
+
+class Echo:
+    """A tool as an object: ``__call__`` (sync or async) and a method of each kind."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    def __call__(self, text: str) -> str:
+        self.runs.append(text)
+        return text
+
+    def method(self, text: str) -> str:
+        return self(text)
+
+    async def amethod(self, text: str) -> str:
+        return self(text)
+
+
+class AsyncEcho(Echo):
+    async def __call__(self, text: str) -> str:  # type: ignore[override]
+        self.runs.append(text)
+        return text
+
+
+async def echo_with_prefix(prefix: str, text: str) -> str:
+    return prefix + text
+
+
+def sync_echo_with_prefix(prefix: str, text: str) -> str:
+    return prefix + text
+
+
+TOOL_KINDS: dict[str, tuple[Callable[[], Callable[..., Any]], bool]] = {
+    "callable-object": (Echo, False),
+    "async-callable-object": (AsyncEcho, True),
+    "bound-method": (lambda: Echo().method, False),
+    "async-bound-method": (lambda: Echo().amethod, True),
+    "partial": (lambda: functools.partial(sync_echo_with_prefix, ""), False),
+    "async-partial": (lambda: functools.partial(echo_with_prefix, ""), True),
+    "partial-of-async-object": (lambda: functools.partial(AsyncEcho()), True),
+}
+
+
+@pytest.mark.parametrize("kind", list(TOOL_KINDS))
+def test_every_kind_of_callable_keeps_its_nature(tmp_path: Path, kind: str) -> None:
+    """An object with ``async def __call__`` was once wrapped as sync ("a coroutine in the result of
+    tool echo is not supported"); every kind of callable is wrapped as what it is."""
+    make, is_async = TOOL_KINDS[kind]
+
+    def call(session: Session) -> Any:
+        tool = session.tool("echo", make())
+        assert inspect.iscoroutinefunction(tool) is is_async
+        value = asyncio.run(tool(text="hi")) if is_async else tool(text="hi")
+        session.finish(result=value)
+        return value
+
+    path = tmp_path / "echo.json"
+    assert call(blackbox(mode="record", out=path)) == "hi"
+    steps = load_trace(path)["steps"]
+    assert [s["payload"].get("toolInput", s["payload"].get("result")) for s in steps[:2]] == [
+        {"text": "hi"},
+        "hi",
+    ]
+    assert call(blackbox(mode="replay", cassette=path)) == "hi"

@@ -109,14 +109,14 @@ def test_a_planted_key_is_never_written_or_shown(
         outcome = "written"
     except BlackboxError as exc:
         assert isinstance(exc, SecretLeakError)
-        assert str(exc) == LEAK
+        assert str(exc).startswith(f"{LEAK} (the value of {variable}) in step ")
         texts.append(str(exc))
         outcome = "refused"
     assert outcome == POSITIONS[position]
     status = json.loads(report.read_text(encoding="utf-8"))
     if outcome == "refused":
         assert files_in(tmp_path) == ["report.json"]
-        assert (status["ok"], status["error"], status["errorType"]) == (False, LEAK, "SecretLeakError")
+        assert (status["ok"], status["error"], status["errorType"]) == (False, texts[-1], "SecretLeakError")
     else:
         assert files_in(tmp_path) == ["report.json", "run.json"]
         assert verify_trace(out, api_keys=[key]).ok
@@ -144,7 +144,12 @@ def test_a_key_learned_from_the_request_headers_refuses_the_cassette(
     assert os.environ[variable] == TEST_KEYS[variable]
     with pytest.raises(SecretLeakError) as caught:
         session.finish(result=run.answer)
-    assert str(caught.value) == LEAK
+    sent = fake_provider.requests[0].headers
+    header = next(name for name in ("x-api-key", "authorization") if name in sent)
+    assert str(caught.value) == (
+        f"{LEAK} (the value of the {header} request header) in step 0 (model_input) at systemPrompt; keep it "
+        "out of what the agent sends and what its tools return"
+    )
     assert files_in(tmp_path) == []
 
 
@@ -251,7 +256,9 @@ def test_the_launcher_never_prints_the_key(
     leaky, clean = tmp_path / "leaky.json", tmp_path / "clean.json"
     refused = launch(["record", "--out", str(leaky)], {**env, "AGENT_SYSTEM": f"Key: {key}"})
     assert refused.returncode == 1
-    assert refused.stderr.splitlines()[-1] == f"◼ blackbox · record  ✗ FAIL  failed: {LEAK}"
+    assert refused.stderr.splitlines()[-1].startswith(
+        f"◼ blackbox · record  ✗ FAIL  failed: {LEAK} (the value"
+    )
     assert not leaky.exists()
 
     script(fake_provider, sdk)
@@ -348,7 +355,7 @@ def test_the_plugin_never_writes_or_prints_the_key(
 
     for where in ("tool-result", "system-prompt"):
         run(where, "--record-mode=once").assert_outcomes(failed=1)
-        assert "blackbox: " + LEAK in outputs[-1].splitlines()
+        assert any(line.startswith("blackbox: " + LEAK) for line in outputs[-1].splitlines())
         assert not cassette.parent.exists() or files_in(cassette.parent) == []
 
     run("tool-error", "--record-mode=once").assert_outcomes(passed=1)
@@ -496,6 +503,6 @@ def test_the_exit_safety_net_refuses_a_leaky_cassette_without_printing_the_key(
         [sys.executable, str(PROGRAM), "no-finish"], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines()[-1] == f"blackbox (at process exit): {LEAK}"
+    assert proc.stderr.splitlines()[-1].startswith(f"blackbox (at process exit): {LEAK} (the value of")
     assert not out.exists()
     assert_clean(LITERAL_KEY, proc.stdout, proc.stderr)
