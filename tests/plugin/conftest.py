@@ -29,6 +29,7 @@ ANSWERS = {
     "Oslo": "It is 4 °C (39.2 °F) and snowing in Oslo.",
     "Lima": "It is 17 °C (62.6 °F) and cloudy in Lima.",
 }
+NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 #: The inner tests' own switches (the example's conftest reads the first): no run inherits them.
@@ -83,20 +84,32 @@ def summary(
     not_written: int = 0,
     unused: int = 0,
     *,
+    unchanged: int = 0,
+    live: int = 0,
     missing: int = 0,
     invalid: int = 0,
+    unwritable: int = 0,
     refused: int = 0,
+    checked: bool = True,
 ) -> str:
-    """The summary line; the last three counts are shown only when not zero."""
+    """The summary line; the keyword-only counts are shown only when not zero. ``checked=False``: a
+    run that selected part of the suite, so unused cassettes were not looked for."""
     extra = [
         f", {n} {label}"
-        for n, label in ((missing, "missing"), (invalid, "invalid"), (refused, "refused"))
+        for n, label in (
+            (unchanged, "unchanged"),
+            (live, "live"),
+            (missing, "missing"),
+            (invalid, "invalid"),
+            (unwritable, "unwritable"),
+            (refused, "refused"),
+        )
         if n
     ]
+    unused_part = f"{unused} unused cassettes" if checked else NOT_CHECKED
     return (
         f"blackbox: {replayed} replayed, {recorded} recorded, {diverged} diverged, "
-        f"{unsupported} unsupported, {not_written} not written (test failed), {unused} unused cassettes"
-        + "".join(extra)
+        f"{unsupported} unsupported, {not_written} not written (test failed), {unused_part}" + "".join(extra)
     )
 
 
