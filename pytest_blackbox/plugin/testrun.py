@@ -65,8 +65,8 @@ _FALSE_VALUES = ("", "0", "false", "no")
 #: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is
 #: one older than this, whatever its process id says (ids are reused).
 STALE_PENDING_SECONDS = 24 * 3600
-#: Folders already cleaned of stale pending files by this process.
-_CLEANED: set[Path] = set()
+#: Folders already cleaned of stale pending files in this pytest run.
+_CLEANED_KEY = pytest.StashKey[set[Path]]()
 
 
 def in_ci() -> bool:
@@ -103,15 +103,15 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
-def remove_stale_pending(folder: Path) -> None:
+def remove_stale_pending(folder: Path, cleaned: set[Path]) -> None:
     """Remove the pending files of recordings whose process died (a SIGTERM, a kill), once per folder.
 
     Without this, ``git add cassettes/`` would commit them. A live process's files are never touched,
     so a parallel worker's recording in progress is safe.
     """
-    if folder in _CLEANED:
+    if folder in cleaned:
         return
-    _CLEANED.add(folder)
+    cleaned.add(folder)
     cutoff = time.time() - STALE_PENDING_SECONDS
     try:
         entries = list(os.scandir(folder))
@@ -173,7 +173,7 @@ class TestRun:
         if fork is not None:
             self._start_fork(fork)
             return
-        remove_stale_pending(self.cassette.parent)
+        remove_stale_pending(self.cassette.parent, self.item.config.stash.setdefault(_CLEANED_KEY, set()))
         if shared_with is not None:
             self._refuse("invalid", self._shared_text(shared_with))
             return

@@ -120,8 +120,9 @@ def test_allowed_hosts_are_reached(bare_dir: pytest.Pytester, marker: str, ini: 
         (
             (),
             "blackbox_allowed_hosts = https://api.example.com",
-            "ERROR: bad ini value: blackbox_allowed_hosts: 'https://api.example.com' is not a host name or "
-            'IP address (write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)',
+            "ERROR: bad ini value: blackbox_allowed_hosts: 'https://api.example.com' is not a host name "
+            'or IP address (write the host only, such as "api.example.com" or "*.internal": '
+            "no scheme, port or path)",
         ),
         (
             ("--blackbox-allowed-hosts=db:5432",),

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import INNER_INI, QUIET, Suite, exact, summary
+from .conftest import INNER_INI, MARKER_USAGE, QUIET, Suite, exact, summary
 
 LENIENT = """
 DEF test_lenient(blackbox, anthropic_options):
     assert AWAIT ask(blackbox, anthropic_options, city())
 """
-
-
-#: The usage line every bad marker argument ends with.
-MARKER_USAGE = (
-    "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
-    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets=[], allowed_hosts=[])"
-)
 
 
 def _missing(test: str) -> list[str]:
