@@ -3,7 +3,13 @@ connection; with ``--blackbox-block-network`` a test without the marker gets no 
 
 from __future__ import annotations
 
+import importlib.util
+import socket
+
 import pytest
+
+from pytest_blackbox.errors import OfflineRequestError
+from pytest_blackbox.plugin.sockets import SocketGuard
 
 from .conftest import INNER_INI, QUIET, Counted, exact, summary
 
@@ -18,11 +24,12 @@ FETCHING = """
 import socket
 import urllib.request
 
-import aiohttp
 import pytest
 
 
 async def _aiohttp_get(url):
+    import aiohttp
+
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
         async with session.get(url) as response:
             return response.status
@@ -62,7 +69,15 @@ def _fetching(pytester: pytest.Pytester, client: str, marker: str = "", catch: s
     pytester.makepyfile(test_fetch=source.replace("except OSError:", f"except {catch}:"))
 
 
-@pytest.mark.parametrize("client", list(CONNECT))
+HAS_AIOHTTP = importlib.util.find_spec("aiohttp") is not None
+CLIENTS = [
+    "urllib",
+    "socket",
+    pytest.param("aiohttp", marks=pytest.mark.skipif(not HAS_AIOHTTP, reason="aiohttp is not installed")),
+]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 def test_a_replay_refuses_connections_beyond_loopback(bare_dir: pytest.Pytester, client: str) -> None:
     _fetching(bare_dir, client)
     recorded = bare_dir.runpytest(*QUIET, "--record-mode=once")  # recording is not guarded
@@ -230,3 +245,36 @@ def test_block_network_leaves_blackbox_tests_and_other_tests_alone(counted_sync:
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([exact(summary(replayed=1))])
     assert counted_sync.sent == 3
+
+
+def _describe(where: str, port: int) -> str:
+    return f"refused {where}"
+
+
+def test_the_guard_names_the_host_the_code_resolved_and_matches_allowed_names() -> None:
+    """The address connected to is what the socket sees; the name comes from the resolution before it."""
+    info = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("203.0.113.7", 443))
+    guard = SocketGuard(("*.internal",), _describe)
+    guard.note_resolved("search.example.com", [info])
+    guard.note_resolved("db.internal", [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("198.51.100.2", 5432))])
+    with pytest.raises(OfflineRequestError, match=r"^refused search\.example\.com:443 \(203\.0\.113\.7\)$"):
+        guard.check(socket.AF_INET, ("203.0.113.7", 443))
+    guard.check(socket.AF_INET, ("198.51.100.2", 5432))  # allowed by its name
+    guard.check(socket.AF_INET6, ("::1", 80, 0, 0))
+    guard.check(socket.AF_INET6, ("::ffff:127.0.0.1", 80, 0, 0))
+    guard.check(socket.AF_INET, ("0.0.0.0", 80))
+    guard.check(socket.AF_UNIX, "/tmp/service.sock")
+    assert str(guard.refusal) == "refused search.example.com:443 (203.0.113.7)"  # the first one is kept
+
+
+def test_the_guard_patches_sockets_only_while_started() -> None:
+    connect = socket.socket.connect
+    guard = SocketGuard((), _describe).start()
+    try:
+        assert socket.socket.connect is not connect
+        with socket.socket() as sock, pytest.raises(OfflineRequestError, match=r"refused 192\.0\.2\.1:9"):
+            sock.connect((UNROUTED, 9))
+    finally:
+        guard.stop()
+    assert socket.socket.connect is connect
+    assert "connect" not in vars(socket.socket)
