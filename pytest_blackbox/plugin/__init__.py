@@ -29,13 +29,13 @@ _UNMARKED_KEY: pytest.StashKey[UnmarkedGuard] = pytest.StashKey()
 _PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
 #: Derived cassette path → (the test it belongs to, its node id): two tests never share one unasked.
 _CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
-_RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
-_PRECEDENCE = "command line > marker (test > class > module) > blackbox_config fixture > ini > default"
 
 
 def _group(parser: pytest.Parser) -> pytest.OptionGroup:
+    from .config import PRECEDENCE
+
     return parser.getgroup(
-        "blackbox", f"record and replay agent runs (pytest-blackbox); settings: {_PRECEDENCE}"
+        "blackbox", f"record and replay agent runs (pytest-blackbox); settings: {PRECEDENCE}"
     )
 
 
@@ -76,8 +76,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         metavar="HOSTS",
         help="comma-separated hosts a replay may connect to besides loopback, added to every test's own",
     )
-    parser.addini("blackbox_record_mode", "record mode of blackbox tests when no option or marker sets it")
-    parser.addini("blackbox_match", "match mode of blackbox tests when no option or marker sets it")
+    parser.addini(
+        "blackbox_record_mode",
+        "record mode of blackbox tests when no option, marker or blackbox_config sets it",
+    )
+    parser.addini(
+        "blackbox_match", "match mode of blackbox tests when no option, marker or blackbox_config sets it"
+    )
     parser.addini("blackbox_cassette_dir", "one cassette tree for the whole suite, relative to the rootdir")
     parser.addini(
         "blackbox_allowed_hosts",
@@ -114,6 +119,8 @@ def _add_record_mode(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     It is added once every plugin named with ``-p``, by ``PYTEST_PLUGINS`` or by an entry point is
     loaded, so the two plugins load in either order (registering it twice would stop pytest).
     """
+    from .config import RECORD_MODES
+
     group = _group(parser)
     if _recording_registered(pluginmanager) or any("--record-mode" in opt.names() for opt in group.options):
         return
@@ -121,7 +128,7 @@ def _add_record_mode(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "--record-mode",
         action="store",
         default=None,
-        choices=_RECORD_MODES,
+        choices=RECORD_MODES,
         help="cassette record mode: none (default: replay only), once, new_episodes, all, rewrite. "
         "Shared with pytest-recording when it is installed.",
     )
@@ -142,7 +149,7 @@ def _set_offline_keys(config: pytest.Config, live: bool) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(
-    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+    early_config: pytest.Config, parser: pytest.Parser
 ) -> Generator[None, None, None]:
     """Set the offline keys before any conftest (or test module) is imported; then ``--record-mode``."""
     _set_offline_keys(
@@ -156,12 +163,12 @@ def pytest_load_initial_conftests(
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and refuse bad ini and option values before any test runs."""
-    from .config import MARKER_USAGE, check_ini
+    from .config import MARKER_USAGE, PRECEDENCE, check_ini
 
     config.addinivalue_line(
         "markers",
         f"{MARKER_USAGE.removeprefix('@pytest.mark.')}: record this test's model and tool calls to a "
-        f"Blackbox v2 cassette, or replay them offline. Settings: {_PRECEDENCE}.",
+        f"Blackbox v2 cassette, or replay them offline. Settings: {PRECEDENCE}.",
     )
     check_ini(config)
     _set_offline_keys(config, bool(config.getoption("blackbox_disable", False)))
@@ -337,7 +344,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif (
         unmarked is not None
         and unmarked.refusal is not None
-        and not call.excinfo.errisinstance(pytest.fail.Exception)
+        and not call.excinfo.errisinstance(pytest.fail.Exception)  # the body passed: our own fail
     ):
         from .report import short_report
 
