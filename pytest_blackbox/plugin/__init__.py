@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point ``blackbox``): hooks, options, the marker and the fixture only.
+"""The pytest plugin (entry point ``blackbox``): hooks, options, the marker and the fixtures only.
 
 The work lives in the private modules beside it, imported when a test that uses a cassette is set
 up, so pytest start-up stays cheap (``tests/plugin/test_startup.py``). See docs/pytest.md.
@@ -7,48 +7,43 @@ up, so pytest start-up stays cheap (``tests/plugin/test_startup.py``). See docs/
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator, Iterator
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from ..engine.session import Session
     from .summary import Summary
-    from .testrun import TestRun
+    from .testrun import CassetteSession, TestRun
+    from .unmarked import UnmarkedGuard
 
 _RUN_KEY = pytest.StashKey["TestRun"]()
 _SUMMARY_KEY = pytest.StashKey["Summary"]()
-_RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
+#: Set on an item while its body runs: a session obtained then (``request.getfixturevalue``,
+#: a doctest's ``getfixture``) must still fail the test before it reaches a model.
+_IN_CALL_KEY = pytest.StashKey[bool]()
+_UNMARKED_KEY: pytest.StashKey[UnmarkedGuard] = pytest.StashKey()
+#: The key variables this run gave the offline placeholder (restored at unconfigure).
+_PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
+#: Derived cassette path → (the test it belongs to, its node id): two tests never share one unasked.
+_CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
 
 
-def _recording_owns_record_mode(pluginmanager: pytest.PytestPluginManager) -> bool:
-    """Whether pytest-recording registers ``--record-mode`` (already, or when it loads after us).
+def _group(parser: pytest.Parser) -> pytest.OptionGroup:
+    from .config import PRECEDENCE
 
-    Both plugins use the option with the same values, so it is shared; registering it twice would
-    make whichever plugin loads second crash pytest at start-up.
-    """
-    if pluginmanager.has_plugin("recording"):
-        return True
-    if pluginmanager.is_blocked("recording") or os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        return False
-    return find_spec("pytest_recording") is not None
+    return parser.getgroup(
+        "blackbox", f"record and replay agent runs (pytest-blackbox); settings: {PRECEDENCE}"
+    )
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Register the options and ini keys (see the module docstring of ``settings`` for precedence)."""
-    group = parser.getgroup("blackbox", "record and replay agent runs (pytest-blackbox)")
-    if not _recording_owns_record_mode(pluginmanager):
-        group.addoption(
-            "--record-mode",
-            action="store",
-            default=None,
-            choices=_RECORD_MODES,
-            help="cassette record mode: none (default: replay only), once, new_episodes, all, rewrite. "
-            "Shared with pytest-recording when it is installed.",
-        )
+    """Register the options and ini keys (docs/pytest.md#configuration has the precedence)."""
+    group = _group(parser)
+    if _conftests_loaded(pluginmanager):  # loaded by a conftest's pytest_plugins: no later chance
+        _add_record_mode(parser, pluginmanager)
     group.addoption(
         "--blackbox-match",
         action="store",
@@ -62,22 +57,130 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=False,
         help="allow recording (reaching the real model) even when the CI environment variable is set",
     )
-    parser.addini("blackbox_record_mode", "record mode of blackbox tests when no option or marker sets it")
-    parser.addini("blackbox_match", "match mode of blackbox tests when no option or marker sets it")
+    group.addoption(
+        "--blackbox-disable",
+        action="store_true",
+        default=False,
+        help="live mode: blackbox tests call the real model and run their tools, no cassette read or written",
+    )
+    group.addoption(
+        "--blackbox-block-network",
+        action="store_true",
+        default=None,
+        help="refuse the model calls of tests that are not blackbox tests (ini: blackbox_block_network)",
+    )
+    group.addoption(
+        "--blackbox-allowed-hosts",
+        action="append",
+        default=None,
+        metavar="HOSTS",
+        help="comma-separated hosts a replay may connect to besides loopback, added to every test's own",
+    )
+    parser.addini(
+        "blackbox_record_mode",
+        "record mode of blackbox tests when no option, marker or blackbox_config sets it",
+    )
+    parser.addini(
+        "blackbox_match", "match mode of blackbox tests when no option, marker or blackbox_config sets it"
+    )
     parser.addini("blackbox_cassette_dir", "one cassette tree for the whole suite, relative to the rootdir")
+    parser.addini(
+        "blackbox_allowed_hosts",
+        "hosts a replay may connect to besides loopback (one per line or comma-separated)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "blackbox_block_network",
+        "refuse the model calls of tests that are not blackbox tests",
+        type="bool",
+        default=False,
+    )
+
+
+def _conftests_loaded(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Whether conftest files are already loading, so the plugin itself came from a ``pytest_plugins``."""
+    return any(
+        os.path.basename(str(getattr(plugin, "__file__", "") or "")) == "conftest.py"
+        for plugin in pluginmanager.get_plugins()
+    )
+
+
+def _recording_registered(pluginmanager: pytest.PytestPluginManager) -> bool:
+    if pluginmanager.has_plugin("recording"):
+        return True
+    module = sys.modules.get("pytest_recording.plugin")
+    return module is not None and pluginmanager.is_registered(module)
+
+
+def _add_record_mode(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """``--record-mode``, unless pytest-recording registered it: both plugins then read the one option.
+
+    It is added once every plugin named with ``-p``, by ``PYTEST_PLUGINS`` or by an entry point is
+    loaded, so the two plugins load in either order (registering it twice would stop pytest).
+    """
+    from .config import RECORD_MODES
+
+    group = _group(parser)
+    if _recording_registered(pluginmanager) or any("--record-mode" in opt.names() for opt in group.options):
+        return
+    group.addoption(
+        "--record-mode",
+        action="store",
+        default=None,
+        choices=RECORD_MODES,
+        help="cassette record mode: none (default: replay only), once, new_episodes, all, rewrite. "
+        "Shared with pytest-recording when it is installed.",
+    )
+
+
+def _set_offline_keys(config: pytest.Config, live: bool) -> None:
+    """Give every missing provider key variable the offline placeholder, for the whole run.
+
+    Clients built before a test runs (at import, in a module or session fixture) read their key when
+    they are built; a replay never sends it. Live mode calls the real provider, so it gets none.
+    """
+    if live or _PLACEHOLDERS_KEY in config.stash:
+        return
+    from ..engine.keys import set_placeholder_keys
+
+    config.stash[_PLACEHOLDERS_KEY] = set_placeholder_keys(os.environ)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser
+) -> Generator[None, None, None]:
+    """Set the offline keys before any conftest (or test module) is imported; then ``--record-mode``."""
+    _set_offline_keys(
+        early_config, bool(getattr(early_config.known_args_namespace, "blackbox_disable", False))
+    )
+    try:
+        return (yield)
+    finally:
+        _add_record_mode(parser, early_config.pluginmanager)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker and refuse bad ini values before any test runs."""
+    """Register the markers and refuse bad ini and option values before any test runs."""
+    from .config import MARKER_USAGE, PRECEDENCE, check_ini
+
     config.addinivalue_line(
         "markers",
-        "blackbox(cassette=None, match='strict', record_mode=None): record this test's model and tool "
-        "calls to a Blackbox v2 cassette, or replay them offline.",
+        f"{MARKER_USAGE.removeprefix('@pytest.mark.')}: record this test's model and tool calls to a "
+        f"Blackbox v2 cassette, or replay them offline. Settings: {PRECEDENCE}.",
     )
-    if config.getini("blackbox_record_mode") or config.getini("blackbox_match"):
-        from .config import check_ini
+    check_ini(config)
+    _set_offline_keys(config, bool(config.getoption("blackbox_disable", False)))
 
-        check_ini(config)
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Take the offline placeholder back out of the environment."""
+    from ..engine.keys import OFFLINE_PLACEHOLDER_KEY
+
+    for name in config.stash.get(_PLACEHOLDERS_KEY, []):
+        if os.environ.get(name) == OFFLINE_PLACEHOLDER_KEY:
+            del os.environ[name]
 
 
 def _summary(config: pytest.Config) -> Summary:
@@ -95,40 +198,80 @@ def _uses_blackbox(item: pytest.Item) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """Validate markers and note every collected test's cassette before ``-k``/``-m`` deselect any."""
     if not any(_uses_blackbox(item) for item in items):
         return  # nothing to validate, replay or report: import nothing
-    from .config import marker_problem
+    from .config import marker_problem, note_collected
+    from .summary import partial_selection
 
     for item in items:
         problem = marker_problem(item)
         if problem is not None:
             raise pytest.UsageError(problem)
-    _summary(config).add_collected(config, items, _uses_blackbox)
+    note_collected(session, items)
+    summary = _summary(config)
+    summary.add_collected(items, _uses_blackbox)
+    # a module that failed to import has tests nobody saw (``--continue-on-collection-errors``)
+    summary.partial = summary.partial or partial_selection(config) or session.testsfailed > 0
 
 
-def _start_run(item: pytest.Item) -> TestRun:
-    run = item.stash.get(_RUN_KEY, None)
-    if run is None:
-        from .config import resolve_settings
-        from .testrun import TestRun
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Deselected tests do not run: their cassettes cannot be told unused."""
+    if items:
+        _summary(items[0].config).partial = True
 
-        run = TestRun(item, resolve_settings(item))
-        item.stash[_RUN_KEY] = run
-        run.start()
+
+def _start_run(request: pytest.FixtureRequest) -> TestRun:
+    """This attempt's cassette run, started on first use (by the marker or the fixture)."""
+    item = request.node
+    run: TestRun | None = item.stash.get(_RUN_KEY, None)
+    if run is not None:
+        return run
+    from .config import fixture_problem, resolve_settings
+    from .testrun import TestRun
+
+    config_value = request.getfixturevalue("blackbox_config")
+    dir_value = request.getfixturevalue("blackbox_cassette_dir")
+    problem = fixture_problem(item, config_value, dir_value)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    settings = resolve_settings(item, config_value, dir_value)
+    run = item.stash[_RUN_KEY] = TestRun(item, settings)
+    claims = item.config.stash.setdefault(_CLAIMS_KEY, {})
+    owner = claims.setdefault(str(settings.cassette), (settings.identity, item.nodeid))
+    shared = owner[0] != settings.identity and not settings.explicit_cassette
+    run.start(owner[1] if shared else None)
+    if item.stash.get(_IN_CALL_KEY, False):
+        run.before_call()  # obtained inside the test body: fail now, as the call hook would have
     return run
 
 
 @pytest.fixture
-def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
+def blackbox_config() -> dict[str, Any]:
+    """This test's cassette settings: override it in a ``conftest.py``, at any scope (docs/pytest.md)."""
+    return {}
+
+
+@pytest.fixture
+def blackbox_cassette_dir() -> str | os.PathLike[str] | None:
+    """The folder of this test's cassette (``None``: the default); override it like ``blackbox_config``."""
+    return None
+
+
+@pytest.fixture
+def blackbox(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     """This test's session: wrap tools with ``blackbox.tools({...})``; it records or replays the test."""
-    run = _start_run(request.node)
+    run = _start_run(request)
     if run.session is None:  # refused: the test fails before its body runs; hand it an inert session
         from ..engine.options import SessionOptions
-        from ..engine.session import Session
+        from .testrun import CassetteSession
 
-        yield Session(SessionOptions(mode="off"), exit_net=False)
+        yield CassetteSession(
+            SessionOptions(mode="off"), cassette_path=run.cassette, record_mode=run.settings.record_mode
+        )
         return
     yield run.session
 
@@ -137,39 +280,81 @@ def blackbox(request: pytest.FixtureRequest) -> Iterator[Session]:
 def _blackbox_marked(request: pytest.FixtureRequest) -> None:
     """A test with the marker is intercepted even if it never asks for the fixture."""
     if request.node.get_closest_marker("blackbox") is not None:
-        _start_run(request.node)
+        _start_run(request)
+
+
+def _block_network(config: pytest.Config) -> bool:
+    option = config.getoption("blackbox_block_network", None)
+    return bool(config.getini("blackbox_block_network") if option is None else option)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    """With ``--blackbox-block-network``, a test that is not a blackbox test gets no model call through."""
+    if not _block_network(item.config) or _uses_blackbox(item):
+        return (yield)
+    from .unmarked import UnmarkedGuard
+
+    guard = item.stash[_UNMARKED_KEY] = UnmarkedGuard(item).start()
+    try:
+        return (yield)
+    finally:
+        guard.stop()
+        if guard.refusal is not None:
+            _summary(item.config).add_outcome(item, "refused")
+        del item.stash[_UNMARKED_KEY]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """Fail a refused test before its body, and finish (check or write) the cassette after it."""
     run = item.stash.get(_RUN_KEY, None)
-    if run is None:
-        return (yield)
-    run.before_call()
+    if run is not None:
+        run.before_call()
+    item.stash[_IN_CALL_KEY] = True
     try:
         result = yield
     except BaseException as exc:
-        run.test_failed(exc)
+        run = item.stash.get(_RUN_KEY, None)
+        if run is not None:
+            run.test_failed(exc)
         raise
-    run.after_call()
+    finally:
+        item.stash[_IN_CALL_KEY] = False
+    run = item.stash.get(_RUN_KEY, None)  # the body may have started it (``getfixturevalue``)
+    if run is not None:
+        run.after_call()
+    unmarked = item.stash.get(_UNMARKED_KEY, None)
+    if unmarked is not None and unmarked.refusal is not None:
+        pytest.fail(unmarked.refusal, pytrace=False)  # the test swallowed the SDK's error
     return result
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
-    """Replace the SDK's traceback with the blackbox block when the session's error caused the failure."""
+    """Replace the SDK's traceback with the blackbox block when the plugin's refusal caused the failure."""
     report: pytest.TestReport = yield
-    run = item.stash.get(_RUN_KEY, None)
-    if run is None or call.when != "call" or not report.failed or call.excinfo is None:
+    if call.when != "call" or not report.failed or call.excinfo is None:
         return report
-    replaced = run.failure_report(call.excinfo)
+    run = item.stash.get(_RUN_KEY, None)
+    unmarked = item.stash.get(_UNMARKED_KEY, None)
+    replaced = None
+    if run is not None:
+        replaced = run.failure_report(call.excinfo)
+    elif (
+        unmarked is not None
+        and unmarked.refusal is not None
+        and not call.excinfo.errisinstance(pytest.fail.Exception)  # the body passed: our own fail
+    ):
+        from .report import short_report
+
+        replaced = short_report(item, unmarked.refusal, call.excinfo)
     if replaced is not None:
         if _wants_full_traceback(item.config):
             _add_section(report, replaced)
         else:
             report.longrepr = replaced
-    note = run.not_written_note()
+    note = run.not_written_note() if run is not None else None
     if note is not None:
         _add_section(report, note)
     return report
@@ -189,15 +374,14 @@ def _add_section(report: pytest.TestReport, text: str) -> None:
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Count the run; a test whose set-up failed after the session started never writes either."""
+    """Count the attempt and release it; a rerun of the test starts a fresh one."""
     run = item.stash.get(_RUN_KEY, None)
     if run is None:
         return
+    del item.stash[_RUN_KEY]
     if run.session is not None and run.outcome is None:
         run.test_failed(None)
-    if run.session is not None:
-        run.session.stop()  # a finished session refuses late calls until released here
-    run.restore_env()
+    run.release()
     _summary(item.config).add_run(run)
 
 

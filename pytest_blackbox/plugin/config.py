@@ -1,37 +1,227 @@
-"""A test's cassette settings (record mode, match mode, cassette path) from the command line, the
-marker and the ini file, in the documented precedence. Free of the session's imports, so collection
-and the summary stay cheap. See docs/pytest.md#options-ini-keys-and-their-precedence.
+"""A test's cassette settings from the command line, its ``blackbox`` markers, the ``blackbox_config``
+fixture and the ini file, in one documented precedence, every value checked before it is used. Free
+of the session's imports, so collection and the summary stay cheap. See docs/pytest.md#configuration.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import shlex
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
 import pytest
 
-from .paths import default_cassette, module_folder, resolve_override
+from .paths import (
+    case_collisions,
+    cassette_name,
+    legacy_cassette,
+    module_folder,
+    resolve_override,
+    test_stem,
+)
 
 RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
 Match = Literal["strict", "sequence"]
 RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "rewrite")
 MATCHES: tuple[Match, ...] = ("strict", "sequence")
-MARKER_ARGS = ("cassette", "match", "record_mode")
-MARKER_USAGE = "@pytest.mark.blackbox(cassette=None, match='strict'|'sequence', record_mode=None)"
+#: Every key of ``@pytest.mark.blackbox(...)``; the ``blackbox_config`` fixture takes all but ``cassette``.
+KEYS = (
+    "cassette",
+    "cassette_dir",
+    "record_mode",
+    "match",
+    "ignore",
+    "normalize",
+    "redact",
+    "secrets",
+    "allowed_hosts",
+)
+FIXTURE_KEYS = KEYS[1:]
+#: The keys the engine applies: ``SessionOptions`` fields of the same names (a ``match`` function
+#: becomes the ``matcher`` field).
+ENGINE_KEYS = ("ignore", "normalize", "redact", "secrets")
+PRECEDENCE = "command line > marker (test > class > module) > blackbox_config fixture > ini > default"
+MARKER_USAGE = (
+    "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
+    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets=[], allowed_hosts=[])"
+)
+FIXTURE_USAGE = f"blackbox_config returns a dict with any of the keys {', '.join(FIXTURE_KEYS)}"
+#: pytest-repeat runs a test several times as parameters of this name; every run uses one cassette.
+REPEAT_PARAMETER = "__pytest_repeat_step_number"
+
+_HOST_NAME = re.compile(r"(?:[A-Za-z0-9*_-]+\.)*[A-Za-z0-9*_-]+\.?")
+_COLLISIONS_KEY = pytest.StashKey[dict[str, frozenset[str]]]()
+
+
+class _Bad(Exception):
+    """One value's problem, as the usage error names it."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """A test's resolved settings: CLI > closest marker > ini > default."""
+    """A test's resolved settings (:data:`PRECEDENCE`)."""
 
     record_mode: RecordMode
     match: Match
     cassette: Path
     allow_record: bool
+    #: ``--blackbox-disable``: the test runs against the real provider, no cassette read or written.
+    live: bool = False
+    #: The cassette was named by the test (``cassette=``): other tests may share it on purpose.
+    explicit_cassette: bool = False
+    #: Hosts beyond loopback that a replay may connect to (the socket guard's allowlist).
+    allowed_hosts: tuple[str, ...] = ()
+    #: What the engine applies, ready for ``SessionOptions(**engine_rules)``: any of ``ignore``,
+    #: ``normalize``, ``redact``, ``secrets`` and ``matcher``, only those set.
+    engine_rules: dict[str, Any] = field(default_factory=dict)
+    #: The test as its cassette knows it: module path and stem (a repeated test's runs share it).
+    identity: str = ""
+    #: Where pytest-blackbox 0.1 put this cassette, when the current rule moved it.
+    legacy_cassette: Path | None = None
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+
+def _one_of(values: Iterable[str]) -> str:
+    return ", ".join(f'"{value}"' for value in values)
+
+
+def _record_mode(value: Any) -> RecordMode:
+    if value not in RECORD_MODES:
+        raise _Bad(f"record_mode={value!r} must be one of {_one_of(RECORD_MODES)}")
+    return cast(RecordMode, value)
+
+
+def _match(value: Any) -> Match | Callable[..., Any]:
+    if callable(value):
+        return cast("Callable[..., Any]", value)
+    if value not in MATCHES:
+        raise _Bad(
+            f"match={value!r} must be one of {_one_of(MATCHES)}, "
+            "or a function (recorded_model_input, live_model_input) -> None | str"
+        )
+    return cast(Match, value)
+
+
+def _path(name: str) -> Callable[[Any], str | os.PathLike[str]]:
+    def check(value: Any) -> str | os.PathLike[str]:
+        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+            return cast("str | os.PathLike[str]", value)
+        raise _Bad(f"{name}={value!r} must be a non-empty path")
+
+    return check
+
+
+def _items(value: Any, single: Callable[[Any], bool]) -> tuple[Any, ...] | None:
+    """A list (or tuple) of items, or one item on its own; ``None`` if ``value`` is neither."""
+    if single(value):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return None
+
+
+def _strings(name: str, what: str) -> Callable[[Any], tuple[str, ...]]:
+    def check(value: Any) -> tuple[str, ...]:
+        items = _items(value, lambda v: isinstance(v, str))
+        if items is None or not all(isinstance(item, str) and item.strip() for item in items):
+            raise _Bad(f"{name}={value!r} must be a list of {what}")
+        return cast("tuple[str, ...]", items)
+
+    return check
+
+
+def _regex(name: str, pattern: Any) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _Bad(f"{name}: {pattern!r} is not a regular expression ({exc})") from None
+
+
+def _redact(value: Any) -> tuple[str | Callable[[str], str], ...]:
+    items = _items(value, lambda v: isinstance(v, str) or callable(v))
+    if items is None:
+        raise _Bad(f"redact={value!r} must be a list of regular expressions or functions str -> str")
+    for item in items:
+        if not callable(item):
+            if not isinstance(item, str) or not item:
+                raise _Bad(f"redact: {item!r} is neither a regular expression nor a function str -> str")
+            _regex("redact", item)
+    return items
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value)
+
+
+def _normalize(value: Any) -> tuple[tuple[str, str] | Callable[[str], str], ...]:
+    items = _items(value, lambda v: callable(v) or _is_pair(v))
+    if items is None:
+        raise _Bad(
+            f"normalize={value!r} must be a list of (pattern, replacement) pairs or functions str -> str"
+        )
+    normalized: list[tuple[str, str] | Callable[[str], str]] = []
+    for item in items:
+        if callable(item):
+            normalized.append(item)
+        elif _is_pair(item) and item[0]:
+            _regex("normalize", item[0])
+            normalized.append((item[0], item[1]))
+        else:
+            raise _Bad(
+                f"normalize: {item!r} is neither a (pattern, replacement) pair of strings nor a function"
+            )
+    return tuple(normalized)
+
+
+def _host(value: str) -> str:
+    host = value.strip()
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        if not _HOST_NAME.fullmatch(host):
+            raise _Bad(
+                f"allowed_hosts: {value!r} is not a host name or IP address "
+                '(write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)'
+            ) from None
+    return host.strip("[]").lower()
+
+
+def _allowed_hosts(value: Any) -> tuple[str, ...]:
+    hosts = _strings("allowed_hosts", "host names or IP addresses")(value)
+    return tuple(_host(host) for host in hosts)
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "cassette": _path("cassette"),
+    "cassette_dir": _path("cassette_dir"),
+    "record_mode": _record_mode,
+    "match": _match,
+    "ignore": _strings("ignore", 'request paths such as "metadata.user_id" or "messages[*].content"'),
+    "normalize": _normalize,
+    "redact": _redact,
+    "secrets": _strings("secrets", "environment variable names, values, header or query-parameter names"),
+    "allowed_hosts": _allowed_hosts,
+}
+
+
+def _parsed(values: Mapping[str, Any], allowed: tuple[str, ...], what: str) -> dict[str, Any]:
+    """Every set value of ``values`` checked (``None`` means not set), in the order of ``KEYS``."""
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        if unknown == ["cassette"]:
+            raise _Bad("cassette is set per test: give it on the test's @pytest.mark.blackbox")
+        raise _Bad(f"unknown {what}(s) {', '.join(map(str, unknown))}")
+    return {key: _CHECKS[key](values[key]) for key in allowed if values.get(key) is not None}
+
+
+# -- the sources -----------------------------------------------------------------------------------
 
 
 def _marker_kwargs(item: pytest.Item) -> dict[str, Any]:
@@ -42,30 +232,32 @@ def _marker_kwargs(item: pytest.Item) -> dict[str, Any]:
     return merged
 
 
-def _one_of(values: tuple[str, ...]) -> str:
-    return ", ".join(f'"{value}"' for value in values)
-
-
-def _argument_problem(kwargs: Mapping[str, Any]) -> str | None:
-    unknown = sorted(set(kwargs) - set(MARKER_ARGS))
-    if unknown:
-        return f"unknown argument(s) {', '.join(unknown)}"
-    if kwargs.get("match") not in (None, *MATCHES):
-        return f"match={kwargs['match']!r} must be one of {_one_of(MATCHES)}"
-    if kwargs.get("record_mode") not in (None, *RECORD_MODES):
-        return f"record_mode={kwargs['record_mode']!r} must be one of {_one_of(RECORD_MODES)}"
-    cassette = kwargs.get("cassette")
-    if cassette is not None and not (isinstance(cassette, (str, os.PathLike)) and os.fspath(cassette)):
-        return f"cassette={cassette!r} must be a non-empty path"
-    return None
-
-
 def marker_problem(item: pytest.Item) -> str | None:
     """A usage problem with this item's ``blackbox`` markers, as one line, if any."""
     for mark in item.iter_markers("blackbox"):
-        problem = "it takes keyword arguments only" if mark.args else _argument_problem(mark.kwargs)
-        if problem is not None:
-            return f"{item.nodeid}: bad @pytest.mark.blackbox: {problem}; usage: {MARKER_USAGE}"
+        try:
+            if mark.args:
+                raise _Bad("it takes keyword arguments only")
+            _parsed(mark.kwargs, KEYS, "argument")
+        except _Bad as exc:
+            return f"{item.nodeid}: bad @pytest.mark.blackbox: {exc}; usage: {MARKER_USAGE}"
+    return None
+
+
+def fixture_problem(item: pytest.Item, config: Any, cassette_dir: Any) -> str | None:
+    """A problem with the ``blackbox_config`` or ``blackbox_cassette_dir`` value (known at set-up)."""
+    try:
+        if not isinstance(config, Mapping):
+            raise _Bad(f"it returned {type(config).__name__}, not a dict")
+        _parsed(config, FIXTURE_KEYS, "key")
+    except _Bad as exc:
+        return f"{item.nodeid}: bad blackbox_config: {exc}; usage: {FIXTURE_USAGE}"
+    try:
+        if cassette_dir is not None:
+            _path("cassette_dir")(cassette_dir)
+    except _Bad as exc:
+        usage = "it returns the folder of the cassettes, or None"
+        return f"{item.nodeid}: bad blackbox_cassette_dir: {exc}; usage: {usage}"
     return None
 
 
@@ -74,37 +266,45 @@ def _ini(config: pytest.Config, name: str) -> str | None:
     return value or None
 
 
+def _ini_hosts(config: pytest.Config) -> list[str]:
+    lines: list[str] = config.getini("blackbox_allowed_hosts")
+    return [host for line in lines for host in re.split(r"[\s,]+", line) if host]
+
+
+def cli_hosts(config: pytest.Config) -> list[str]:
+    """``--blackbox-allowed-hosts``, each given comma-separated and possibly several times."""
+    given: list[str] = config.getoption("blackbox_allowed_hosts", None) or []
+    return [host for value in given for host in value.split(",") if host.strip()]
+
+
 def check_ini(config: pytest.Config) -> None:
     """Refuse bad ini and option values once, at start-up, rather than in every test."""
-    mode = _ini(config, "blackbox_record_mode")
-    if mode is not None and mode not in RECORD_MODES:
-        raise pytest.UsageError(f"blackbox_record_mode = {mode} must be one of {_one_of(RECORD_MODES)}")
-    match = _ini(config, "blackbox_match")
-    if match is not None and match not in MATCHES:
-        raise pytest.UsageError(f"blackbox_match = {match} must be one of {_one_of(MATCHES)}")
+    try:
+        mode = _ini(config, "blackbox_record_mode")
+        if mode is not None:
+            _record_mode(mode)
+        match = _ini(config, "blackbox_match")
+        if match is not None and match not in MATCHES:
+            raise _Bad(f"match={match!r} must be one of {_one_of(MATCHES)}")
+        _allowed_hosts(_ini_hosts(config))
+    except _Bad as exc:
+        raise pytest.UsageError(f"bad ini value: blackbox_{exc}") from None
+    try:
+        _allowed_hosts(cli_hosts(config))
+    except _Bad as exc:
+        raise pytest.UsageError(f"bad option: --blackbox-{str(exc).replace('_', '-', 1)}") from None
 
 
-def resolve_settings(item: pytest.Item) -> Settings:
-    config = item.config
-    marker = _marker_kwargs(item)
-    record_mode = (
-        config.getoption("record_mode", None)
-        or marker.get("record_mode")
-        or _ini(config, "blackbox_record_mode")
-        or "none"
-    )
-    match = (
-        config.getoption("blackbox_match", None)
-        or marker.get("match")
-        or _ini(config, "blackbox_match")
-        or "strict"
-    )
-    return Settings(
-        cast(RecordMode, record_mode),
-        cast(Match, match),
-        _cassette_path(item, marker.get("cassette")),
-        bool(config.getoption("blackbox_allow_record", False)),
-    )
+def _ini_layer(config: pytest.Config) -> dict[str, Any]:
+    hosts = _ini_hosts(config)
+    return {
+        "record_mode": _ini(config, "blackbox_record_mode"),
+        "match": _ini(config, "blackbox_match"),
+        "allowed_hosts": hosts or None,
+    }
+
+
+# -- the test's settings ---------------------------------------------------------------------------
 
 
 def _shared(config: pytest.Config) -> tuple[Path, Path] | None:
@@ -118,14 +318,111 @@ def default_folder(item: pytest.Item) -> Path:
     return module_folder(Path(str(item.path)), _shared(item.config))
 
 
-def _cassette_path(item: pytest.Item, override: Any) -> Path:
+def _classes(item: pytest.Item) -> list[str]:
+    return [node.name for node in item.listchain() if isinstance(node, pytest.Class)]
+
+
+def _name(item: pytest.Item) -> str:
+    """The item's name without pytest-repeat's run number: every run of a repeated test shares a cassette."""
+    callspec = getattr(item, "callspec", None)
+    params = getattr(callspec, "params", {})
+    if REPEAT_PARAMETER not in params:
+        return item.name
+    run = f"{params[REPEAT_PARAMETER] + 1}-"
+    ids = list(getattr(callspec, "_idlist", ()))
+    for index in reversed(range(len(ids))):
+        if ids[index].startswith(run) and ids[index][len(run) :].isdigit():
+            del ids[index]
+            break
+    original = getattr(item, "originalname", item.name.split("[", 1)[0])
+    return f"{original}[{'-'.join(ids)}]" if ids else original
+
+
+def stem_of(item: pytest.Item) -> str:
+    """The test's id inside its module as cassettes spell it (``Outer.Inner.test_x[id]``)."""
+    return test_stem(_classes(item), _name(item))
+
+
+def note_collected(session: pytest.Session, items: Iterable[pytest.Item]) -> None:
+    """Find, per module, the test ids that differ only in case (they get hashed cassette names).
+
+    A module named with ``::`` on the command line is collected whole and then narrowed: the items
+    pytest collected for it before narrowing are looked at too, so a test keeps its cassette name
+    however it is selected.
+    """
+    stems: dict[str, set[str]] = {}
+    cache = getattr(session, "_collection_cache", {})  # pytest's own, for modules named with ``::``
+    cached = (node for report in cache.values() for node in getattr(report, "result", ()))
+    for item in (*items, *cached):
+        if isinstance(item, pytest.Item):
+            stems.setdefault(str(item.path), set()).add(stem_of(item))
+    session.config.stash[_COLLISIONS_KEY] = {
+        module: frozenset(case_collisions(names)) for module, names in stems.items()
+    }
+
+
+def _collisions(item: pytest.Item) -> frozenset[str]:
+    return item.config.stash.get(_COLLISIONS_KEY, {}).get(str(item.path), frozenset())
+
+
+def _folder(item: pytest.Item, cassette_dir: str | os.PathLike[str] | None) -> Path:
     test_file = Path(str(item.path))
-    if override is not None:
-        return resolve_override(test_file, os.fspath(override))
-    cls = getattr(item, "cls", None)
-    return default_cassette(
-        test_file, cls.__name__ if cls is not None else None, item.name, _shared(item.config)
+    if cassette_dir is None:
+        return default_folder(item)
+    folder = Path(cassette_dir)
+    return folder if folder.is_absolute() else test_file.parent / folder
+
+
+def resolve_settings(
+    item: pytest.Item, fixture_config: Mapping[str, Any] | None = None, fixture_dir: Any = None
+) -> Settings:
+    """The test's settings; the fixtures' values were checked by :func:`fixture_problem` first."""
+    config = item.config
+    merged: dict[str, Any] = {}
+    layers: list[tuple[Mapping[str, Any], tuple[str, ...]]] = [
+        (_ini_layer(config), FIXTURE_KEYS),
+        ({"cassette_dir": fixture_dir}, FIXTURE_KEYS),
+        (fixture_config or {}, FIXTURE_KEYS),
+        (_marker_kwargs(item), KEYS),
+    ]
+    for values, allowed in layers:
+        merged.update(_parsed(values, allowed, "key"))
+    record_mode = config.getoption("record_mode", None) or merged.get("record_mode", "none")
+    engine_rules = {key: merged[key] for key in ENGINE_KEYS if key in merged}
+    match = config.getoption("blackbox_match", None) or merged.get("match", "strict")
+    if callable(match):
+        engine_rules["matcher"] = match
+        match = "strict"
+    hosts = (*merged.get("allowed_hosts", ()), *_allowed_hosts(cli_hosts(config)))
+    stem = stem_of(item)
+    test_file = Path(str(item.path))
+    explicit = merged.get("cassette")
+    if explicit is not None:
+        cassette = resolve_override(test_file.parent, explicit)
+    else:
+        cassette = _folder(item, merged.get("cassette_dir")) / cassette_name(stem, _collisions(item))
+    return Settings(
+        record_mode=cast(RecordMode, record_mode),
+        match=cast(Match, match),
+        cassette=cassette,
+        allow_record=bool(config.getoption("blackbox_allow_record", False)),
+        live=bool(config.getoption("blackbox_disable", False)),
+        explicit_cassette=explicit is not None,
+        allowed_hosts=tuple(dict.fromkeys(hosts)),
+        engine_rules=engine_rules,
+        identity=f"{test_file}::{stem}",
+        legacy_cassette=_legacy(item, cassette, explicit is not None or "cassette_dir" in merged),
     )
+
+
+def _legacy(item: pytest.Item, cassette: Path, chosen: bool) -> Path | None:
+    if chosen:
+        return None
+    classes = _classes(item)
+    old = legacy_cassette(
+        Path(str(item.path)), classes[-1] if classes else None, _name(item), _shared(item.config)
+    )
+    return old if old != cassette else None
 
 
 def rerecord_command(item: pytest.Item, mode: str) -> str:

@@ -1,4 +1,4 @@
-"""The end-of-run summary line and the unused-cassette search.
+"""The end-of-run summary: the counts line, the changed cassettes, and the unused-cassette search.
 
 It is an object of its own so that xdist workers can send theirs to the controller. See
 docs/pytest.md#the-summary-line.
@@ -26,15 +26,21 @@ COUNTED = (
     ("unsupported", "unsupported"),
     ("not_written", "not written (test failed)"),
 )
-#: Appended only when not zero: no cassette in record mode none, a cassette that failed verification
-#: or could not be loaded, and a refusal to reach the network (recording in CI, a non-model request).
+#: Appended only when not zero: re-recordings that left the cassette as it was, live runs
+#: (``--blackbox-disable``), no cassette in record mode none, a cassette that failed verification or
+#: could not be loaded, a folder that takes no new files, and a refusal to reach the network
+#: (recording in CI, a non-model request or connection, a model call of a test without the marker).
 COUNTED_IF_ANY = (
+    ("unchanged", "unchanged"),
+    ("live", "live"),
     ("missing", "missing"),
     ("invalid", "invalid"),
+    ("unwritable", "unwritable"),
     ("refused", "refused"),
 )
 #: Outcomes that fail the run even when pytest counted the test as passing (an xfail, say).
 FAILING = ("diverged", "unsupported", "invalid")
+NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
 #: How much of a ``.json`` file is read to tell a cassette from another tool's file. Blackbox writes
 #: ``version``, ``id``, ``createdAt`` and ``steps`` first, so a cassette shows them at its start.
 _HEAD_BYTES = 4096
@@ -51,41 +57,54 @@ def _looks_like_cassette(path: Path) -> bool:
     return _CASSETTE_HEAD.match(head.decode("utf-8", errors="replace")) is not None
 
 
-def _narrowed_modules(config: pytest.Config) -> set[Path]:
-    """Test files named with ``::`` on the command line: only part of them was collected."""
-    base = config.invocation_params.dir
-    return {(base / arg.split("::", 1)[0]).resolve() for arg in config.args if "::" in arg}
+def partial_selection(config: pytest.Config) -> bool:
+    """Whether the command line picks part of the collected suite: ``file.py::test`` or ``--lf``.
+
+    Deselection (``-k``, ``-m``, ``--deselect``, sharding plugins) is seen as it happens, through
+    ``pytest_deselected``; a module that failed to import is seen through its collect report.
+    """
+    return any("::" in str(arg) for arg in config.args) or bool(config.getoption("lf", False))
 
 
 @dataclass
 class Summary:
-    """Counts of cassette outcomes and the cassette files seen, claimed and used."""
+    """Each test's outcome, the cassettes that changed, and the cassette files seen, claimed and used."""
 
     root: Path
-    counts: Counter[str] = field(default_factory=Counter)
+    #: Test → how its last attempt ended (a rerun replaces the failed attempt's outcome). Keyed by
+    #: file and node id: two test files outside the rootdir may get the same node id.
+    outcomes: dict[str, str] = field(default_factory=dict)
+    #: Re-recorded cassette → where it first departs from the old one.
+    changed: dict[str, str] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
     claimed: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
+    #: Not every test of the collected modules was selected: unused cassettes cannot be told.
+    partial: bool = False
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(self.outcomes.values())
 
     def add_collected(
-        self,
-        config: pytest.Config,
-        items: Iterable[pytest.Item],
-        uses_blackbox: Callable[[pytest.Item], bool],
+        self, items: Iterable[pytest.Item], uses_blackbox: Callable[[pytest.Item], bool]
     ) -> None:
         """Remember the folders to search and the cassettes the collected tests would use."""
         from .config import default_folder, resolve_settings
 
-        narrowed = _narrowed_modules(config)
         for item in items:
-            if Path(str(item.path)).resolve() not in narrowed:
-                self.folders.add(str(default_folder(item)))
+            self.folders.add(str(default_folder(item)))
             if uses_blackbox(item):
                 self.claimed.add(str(resolve_settings(item).cassette))
 
+    def add_outcome(self, item: pytest.Item, outcome: str) -> None:
+        self.outcomes[f"{item.path}::{item.nodeid}"] = outcome
+
     def add_run(self, run: TestRun) -> None:
         if run.outcome is not None:
-            self.counts[run.outcome] += 1
+            self.add_outcome(run.item, run.outcome)
+        if run.change is not None and run.outcome == "recorded":
+            self.changed[str(run.cassette)] = run.change
         self.used.add(str(run.cassette))
 
     def unused(self) -> list[str]:
@@ -99,19 +118,23 @@ class Summary:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "counts": dict(self.counts),
+                "outcomes": self.outcomes,
+                "changed": self.changed,
                 "used": sorted(self.used),
                 "claimed": sorted(self.claimed),
                 "folders": sorted(self.folders),
+                "partial": self.partial,
             }
         )
 
     def merge_json(self, text: str) -> None:
         data: dict[str, Any] = json.loads(text)
-        self.counts.update(data["counts"])
+        self.outcomes.update(data["outcomes"])
+        self.changed.update(data["changed"])
         self.used.update(data["used"])
         self.claimed.update(data["claimed"])
         self.folders.update(data["folders"])
+        self.partial = self.partial or data["partial"]
 
     def _shown(self, path: str) -> str:
         try:
@@ -119,18 +142,22 @@ class Summary:
         except ValueError:
             return path
 
-    def line(self, unused: int) -> str:
-        parts = [f"{self.counts.get(key, 0)} {label}" for key, label in COUNTED]
-        parts.append(f"{unused} unused cassettes")
-        parts += [f"{self.counts[key]} {label}" for key, label in COUNTED_IF_ANY if self.counts.get(key, 0)]
+    def line(self, unused: int | None) -> str:
+        """The counts; ``unused`` is ``None`` when unused cassettes were not looked for."""
+        counts = self.counts
+        parts = [f"{counts.get(key, 0)} {label}" for key, label in COUNTED]
+        parts.append(NOT_CHECKED if unused is None else f"{unused} unused cassettes")
+        parts += [f"{counts[key]} {label}" for key, label in COUNTED_IF_ANY if counts.get(key, 0)]
         return "blackbox: " + ", ".join(parts)
 
     def write(self, terminal: Any, *, verbose: bool) -> None:
-        """The summary line, then (with ``-v``) one line per unused cassette; nothing if nothing ran."""
-        unused = self.unused()
-        if not self.counts and not unused:
+        """The counts, each changed cassette, then (with ``-v``) each unused one; nothing if no test ran."""
+        unused = None if self.partial else self.unused()
+        if not self.outcomes and not unused:
             return
-        terminal.write_line(self.line(len(unused)))
+        terminal.write_line(self.line(None if unused is None else len(unused)))
+        for path, change in sorted(self.changed.items()):
+            terminal.write_line(f"  changed: {self._shown(path)} ({change})")
         if verbose:
-            for path in unused:
+            for path in unused or ():
                 terminal.write_line(f"  unused: {self._shown(path)}")

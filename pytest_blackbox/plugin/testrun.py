@@ -1,15 +1,19 @@
 """One test's cassette run under pytest: which mode, which file, and how it ended.
 
 A recording goes to a hidden pending file that only a passing test moves into place (an atomic
-rename), so a failing test never writes or replaces a cassette. Under ``blackbox fork … -- pytest``
-the launcher's variables pick the one test that runs as the fork. See docs/pytest.md.
+rename), so a failing test never writes or replaces a cassette; a recording that shows the same run
+as the cassette leaves it untouched. Under ``blackbox fork … -- pytest`` the launcher's variables
+pick the one test that runs as the fork. See docs/pytest.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import sysconfig
+import sys
+import tempfile
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -29,18 +33,25 @@ from ..errors import (
     OfflineRequestError,
     ReplayDivergenceError,
 )
+from ..trace.io import load_trace
 from .config import Settings, rerecord_command
-from .paths import trace_id_for
+from .paths import pending_owner, pending_path, trace_id_for
+from .report import short_report, shown_path
+from .rerecord import first_change
+from .sockets import SocketGuard
 
-#: How a test's cassette run ended; the summary counts some of these (``reporting.COUNTED`` and
-#: ``reporting.COUNTED_IF_ANY``).
+#: How a test's cassette run ended; the summary counts some of these (``summary.COUNTED`` and
+#: ``summary.COUNTED_IF_ANY``).
 Outcome = Literal[
     "replayed",
     "recorded",
+    "unchanged",
+    "live",
     "diverged",
     "unsupported",
     "not_written",
     "invalid",
+    "unwritable",
     "missing",
     "refused",
     "failed",
@@ -51,9 +62,11 @@ Outcome = Literal[
 FAILURE_OUTCOMES: tuple[Outcome, ...] = ("diverged", "unsupported", "invalid")
 
 _FALSE_VALUES = ("", "0", "false", "no")
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-_STDLIB_DIR = Path(sysconfig.get_paths()["stdlib"])
-_MAX_MESSAGE_LINES = 12
+#: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is
+#: one older than this, whatever its process id says (ids are reused).
+STALE_PENDING_SECONDS = 24 * 3600
+#: Folders already cleaned of stale pending files in this pytest run.
+_CLEANED_KEY = pytest.StashKey[set[Path]]()
 
 
 def in_ci() -> bool:
@@ -66,13 +79,60 @@ def _match_hint(message: str) -> str:
     return message.replace("rerun with --match sequence", "rerun with --blackbox-match=sequence")
 
 
+class CassetteSession(Session):
+    """The ``blackbox`` fixture: the test's session, plus where its cassette is and its record mode."""
+
+    def __init__(self, options: SessionOptions, *, cassette_path: Path, record_mode: str) -> None:
+        super().__init__(options, exit_net=False)
+        #: The test's cassette file (it may not exist yet, and in live mode it is never read or written).
+        self.cassette_path = cassette_path
+        #: The record mode that applies to this test (``none``, ``once``, ``new_episodes``, ``all``,
+        #: ``rewrite``).
+        self.record_mode = record_mode
+
+
+def _process_gone(pid: int) -> bool:
+    if sys.platform == "win32":
+        return False  # no cheap, harmless liveness check there: the age decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def remove_stale_pending(folder: Path, cleaned: set[Path]) -> None:
+    """Remove the pending files of recordings whose process died (a SIGTERM, a kill), once per folder.
+
+    Without this, ``git add cassettes/`` would commit them. A live process's files are never touched,
+    so a parallel worker's recording in progress is safe.
+    """
+    if folder in cleaned:
+        return
+    cleaned.add(folder)
+    cutoff = time.time() - STALE_PENDING_SECONDS
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        pid = pending_owner(entry.name)
+        if pid is None or pid == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if _process_gone(pid) or entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+
+
 @dataclass
 class TestRun:
-    """The cassette run of one test item."""
+    """The cassette run of one test item (one attempt: a rerun gets a new one)."""
 
     item: pytest.Item
     settings: Settings
-    session: Session | None = None
+    session: CassetteSession | None = None
     setup_error: str | None = None
     outcome: Outcome | None = None
     pending: Path | None = None
@@ -80,6 +140,9 @@ class TestRun:
     #: Set when ``blackbox fork`` forks this test's cassette: where the child cassette goes.
     fork_out: Path | None = None
     forking: bool = False
+    #: A re-recording that changed the cassette: where it first departs from the old one.
+    change: str | None = None
+    guard: SocketGuard | None = None
     _env_patched: list[str] = field(default_factory=list)
 
     @property
@@ -88,16 +151,18 @@ class TestRun:
 
     def shown_path(self, path: Path | None = None) -> str:
         """A path as the user types it: relative to the rootdir when it is inside."""
-        target = path if path is not None else self.cassette
-        try:
-            return target.relative_to(self.item.config.rootpath).as_posix()
-        except ValueError:
-            return str(target)
+        return shown_path(self.item, path if path is not None else self.cassette)
 
     # -- set-up ----------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Decide record, replay or fork and start the session; problems fail the test when it runs."""
+    def start(self, shared_with: str | None = None) -> None:
+        """Decide record, replay or fork and start the session; problems fail the test when it runs.
+
+        ``shared_with`` names another test whose derived cassette path is this one's.
+        """
+        if self.settings.live:
+            self.session = self._new_session(SessionOptions(mode="off"))
+            return
         try:
             fork = fork_options_for(self.cassette, os.environ)
         except BlackboxError as exc:
@@ -108,16 +173,32 @@ class TestRun:
         if fork is not None:
             self._start_fork(fork)
             return
+        remove_stale_pending(self.cassette.parent, self.item.config.stash.setdefault(_CLEANED_KEY, set()))
+        if shared_with is not None:
+            self._refuse("invalid", self._shared_text(shared_with))
+            return
+        if self.cassette.exists() and not self.cassette.is_file():
+            self._refuse("invalid", self._not_a_file_text())
+            return
         mode = self._session_mode()
-        if mode is None or (mode == "replay" and not self._verified()):
+        if mode is None or (self._writes(mode) and not self._writable()):
+            return
+        if mode == "replay" and not self._verified():
             return
         if mode == "replay":
             self._set_placeholder_keys()
         try:
-            self.session = Session(self._options(mode), exit_net=False).start()
-        except BlackboxError as exc:
+            session = self.session = self._new_session(self._options(mode))
+            session.start()
+        except (BlackboxError, OSError) as exc:
             self._drop_pending()
             self._refuse("invalid", self.failure_text(exc))
+            return
+        if session.mode == "replay" and session.options.on_divergence == "fail":
+            self.guard = SocketGuard(self.settings.allowed_hosts, self._connection_refused).start()
+
+    def _new_session(self, options: SessionOptions) -> CassetteSession:
+        return CassetteSession(options, cassette_path=self.cassette, record_mode=self.settings.record_mode)
 
     def _start_fork(self, options: SessionOptions) -> None:
         """Fork this test's cassette: every fork check first, then a session writing a pending file."""
@@ -126,11 +207,12 @@ class TestRun:
             fork = SessionFork.prepare(options)
             assert options.out is not None
             self.fork_out = options.out
-            self.pending = options.out.with_name(f".{options.out.name}.{os.getpid()}.pending")
+            self.pending = pending_path(options.out)
             if fork.scripted:
                 self._set_placeholder_keys()
             pending = replace(options, out=self.pending, trace_id=fork.child_id)
-            self.session = Session(pending, exit_net=False).start()
+            self.session = self._new_session(pending)
+            self.session.start()
         except BlackboxError as exc:
             self._drop_pending()
             self._refuse("invalid", self.failure_text(exc))
@@ -144,11 +226,14 @@ class TestRun:
         kind = type(error).__name__ if isinstance(error, BaseException) else "TestFailed"
         write_report(Path(path), {"ok": False, "mode": "fork", "error": str(error), "errorType": kind})
 
+    def _writes(self, mode: Literal["record", "replay"]) -> bool:
+        return mode == "record" or self.settings.record_mode == "new_episodes"
+
     def _options(self, mode: Literal["record", "replay"]) -> SessionOptions:
         """Recordings go to the pending file; ``new_episodes`` replays, and may rewrite, a copy of it."""
         new_episodes = mode == "replay" and self.settings.record_mode == "new_episodes"
         if mode == "record" or new_episodes:
-            self.pending = self.cassette.with_name(f".{self.cassette.name}.{os.getpid()}.pending")
+            self.pending = pending_path(self.cassette)
         if new_episodes and self.pending is not None:
             shutil.copyfile(self.cassette, self.pending)
         return SessionOptions(
@@ -161,23 +246,34 @@ class TestRun:
         )
 
     def _session_mode(self) -> Literal["record", "replay"] | None:
-        """Record or replay; ``None`` when the test must fail instead (the reason is kept)."""
+        """Record or replay; ``None`` when the test must fail instead (the reason is kept).
+
+        Re-recording over a cassette (``all``, ``rewrite``) leaves it in place until the new recording
+        replaces it, so a failing test keeps it.
+        """
         exists = self.cassette.is_file()
         mode = self.settings.record_mode
         records = mode in ("all", "rewrite") or (not exists and mode != "none")
         if not exists and mode == "none":
-            self._refuse(
-                "missing",
-                f'blackbox: no cassette at {self.shown_path()}, and record mode "none" only replays\n'
-                f"record it with: {rerecord_command(self.item, 'once')}",
-            )
+            self._refuse("missing", self._missing_text())
             return None
         if (records or mode == "new_episodes") and in_ci() and not self.settings.allow_record:
             self._refuse("refused", self._ci_refusal(mode, exists))
             return None
-        if mode == "rewrite" and exists:
-            self.cassette.unlink()
         return "record" if records else "replay"
+
+    def _missing_text(self) -> str:
+        lines = [
+            f'blackbox: no cassette at {self.shown_path()}, and record mode "none" only replays',
+            f"record it with: {rerecord_command(self.item, 'once')}",
+        ]
+        legacy = self.settings.legacy_cassette
+        if legacy is not None and legacy.is_file():
+            lines.append(
+                f"an earlier version of pytest-blackbox recorded this test to {self.shown_path(legacy)}; "
+                f'move it: git mv "{self.shown_path(legacy)}" "{self.shown_path()}"'
+            )
+        return "\n".join(lines)
 
     def _ci_refusal(self, mode: str, exists: bool) -> str:
         record_with = "once" if mode == "once" or not exists else mode
@@ -187,6 +283,39 @@ class TestRun:
             f"record it locally and commit it: {rerecord_command(self.item, record_with)}\n"
             "or allow recording in CI with --blackbox-allow-record"
         )
+
+    def _not_a_file_text(self) -> str:
+        return (
+            f"blackbox: {self.shown_path()} is a directory, not a cassette file\n"
+            "remove or rename it, or give the test another cassette (cassette= on its marker)"
+        )
+
+    def _shared_text(self, other: str) -> str:
+        return (
+            f"blackbox: {self.item.nodeid} would use the cassette of {other}: {self.shown_path()}\n"
+            "each test needs a cassette of its own: give this test another cassette_dir, or name its "
+            "cassette with cassette= (tests may share a cassette only when they name it)"
+        )
+
+    def _writable(self) -> bool:
+        """Whether the cassette's folder takes new files; checked before any model call is paid for."""
+        folder = self.cassette.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, probe = tempfile.mkstemp(prefix=".blackbox-probe-", dir=folder)
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            self._refuse(
+                "unwritable",
+                f"blackbox: cannot write {self.shown_path()}: {self.shown_path(folder)} does not take new "
+                f"files ({reason}); nothing was recorded\n"
+                "make the folder writable, or put the cassettes elsewhere (the cassette_dir setting, "
+                "the blackbox_cassette_dir ini key)",
+            )
+            return False
+        return True
 
     def _verified(self) -> bool:
         """Replay only a cassette that passes ``blackbox verify``; otherwise say which invariant failed."""
@@ -216,6 +345,15 @@ class TestRun:
             ]
         )
 
+    def _connection_refused(self, where: str, port: int) -> str:
+        hosts = ",".join([*self.settings.allowed_hosts, where.split(":", 1)[0]])
+        return (
+            f"blackbox: {self.item.nodeid} tried to connect to {where} during a replay; "
+            "a replay reaches loopback only\n"
+            "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
+            f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={hosts}"
+        )
+
     def _refuse(self, outcome: Outcome, message: str) -> None:
         self.outcome = outcome
         self.setup_error = message
@@ -224,7 +362,12 @@ class TestRun:
         """SDK clients refuse to start without a key; a replay sends none, so a placeholder will do."""
         self._env_patched.extend(set_placeholder_keys(os.environ))
 
-    def restore_env(self) -> None:
+    def release(self) -> None:
+        """At teardown: stop the session and the socket guard, drop what this attempt set."""
+        if self.session is not None:
+            self.session.stop()  # a finished session refuses late calls until released here
+        if self.guard is not None:
+            self.guard.stop()
         for name in self._env_patched:
             os.environ.pop(name, None)
         self._env_patched.clear()
@@ -233,7 +376,7 @@ class TestRun:
 
     def before_call(self) -> None:
         __tracebackhide__ = True
-        if self.setup_error is not None:
+        if self.setup_error is not None and not self.reported:
             self.reported = True
             pytest.fail(self.setup_error, pytrace=False)
 
@@ -248,6 +391,8 @@ class TestRun:
             self.outcome = "skipped"
         elif session.error is not None:
             self.outcome = _error_outcome(session.error, session.mode == "record")
+        elif self._refused_connection() is not None:
+            self.outcome = "refused"
         else:
             self.outcome = "not_written" if session.mode == "record" else "failed"
         why = "was skipped" if self.outcome == "skipped" else "failed"
@@ -259,15 +404,23 @@ class TestRun:
         session = self.session
         if session is None:
             return
-        error = self._finish(session) or self._commit(session)
-        if error is None:
-            self.outcome = "recorded" if session.mode == "record" else "replayed"
+        if session.mode == "off":
+            self.outcome = "live"
             return
+        error = self._refused_connection() or self._finish(session) or self._commit(session)
+        if error is None:
+            if self.outcome is None:
+                self.outcome = "recorded" if session.mode == "record" else "replayed"
+            return
+        session.discard()
         self._drop_pending()
         self.outcome = _error_outcome(error, session.mode == "record")
         self.reported = True
         self._report_fork_failure(error)
         pytest.fail(self.failure_text(error), pytrace=False)
+
+    def _refused_connection(self) -> OfflineRequestError | None:
+        return self.guard.refusal if self.guard is not None else None
 
     @staticmethod
     def _finish(session: Session) -> BlackboxError | None:
@@ -285,18 +438,25 @@ class TestRun:
         return None
 
     def _commit(self, session: Session) -> BlackboxError | None:
-        """Move a finished recording into place; a replay leaves the cassette as it was."""
+        """Move a finished recording into place, unless it shows the same run as the cassette there."""
         pending = self.pending
         if pending is None:
             return None
         if session.mode != "record":
             self._drop_pending()
             return None
+        target = self.fork_out or self.cassette
+        if self.fork_out is None and target.is_file():
+            self.change = first_change(target, load_trace(pending))
+            if self.change is None:
+                self._drop_pending()
+                self.outcome = "unchanged"
+                return None
         try:
-            os.replace(pending, self.fork_out or self.cassette)
+            os.replace(pending, target)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            return CassetteError(f"could not write {self.shown_path(self.fork_out)}: {reason}")
+            return CassetteError(f"could not write {self.shown_path(target)}: {reason}")
         self.pending = None
         return None
 
@@ -312,6 +472,12 @@ class TestRun:
 
     def failure_text(self, error: BaseException) -> str:
         """The blackbox block: the error, the cassette and, where it helps, the re-record command."""
+        if isinstance(error, OfflineRequestError) and str(error).startswith("blackbox: "):
+            return str(error)  # the socket guard's refusal says everything itself
+        if isinstance(error, OSError):
+            error = CassetteError(
+                f"could not read {self.shown_path()}: {error.strerror or type(error).__name__}"
+            )
         lines = [f"blackbox: {_match_hint(str(error))}"]
         if self._recording():
             lines.append(f"cassette: {self.shown_path()} (not written: the test failed)")
@@ -322,38 +488,25 @@ class TestRun:
         return "\n".join(lines)
 
     def failure_report(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-        """A short report for a test that failed after the session met an error.
+        """A short report for a test that failed after the session or the socket guard met an error.
 
         The agent usually saw that error as an SDK exception (or swallowed it and failed later), and
         the traceback through the SDK says nothing useful: show the blackbox block, then only the
         user's own frames and the exception line.
         """
         session = self.session
-        if session is None or session.error is None or self.reported:
+        if session is None or self.reported:
             return None
-        lines = [self.failure_text(session.error), ""]
-        lines += self._user_frames(excinfo)
-        lines += _exception_lines(excinfo.value)
-        return "\n".join(lines)
+        error = session.error or self._refused_connection()
+        if error is None:
+            return None
+        return short_report(self.item, self.failure_text(error), excinfo)
 
     def not_written_note(self) -> str | None:
         """The note under a failed test whose recording was dropped."""
         if self.outcome != "not_written" or self.reported:
             return None
         return f"blackbox: {self.shown_path()} was not written: the test failed"
-
-    def _user_frames(self, excinfo: pytest.ExceptionInfo[BaseException]) -> list[str]:
-        root = Path(str(self.item.config.rootpath))
-        lines: list[str] = []
-        for entry in excinfo.traceback:
-            path = entry.path
-            if not isinstance(path, Path) or entry.ishidden(excinfo) or not _is_user_file(path, root):
-                continue
-            lines.append(f"{self.shown_path(path)}:{entry.lineno + 1}: in {entry.name}")
-            statement = str(entry.statement).strip().splitlines()
-            if statement:
-                lines.append(f"    {statement[0].strip()}")
-        return lines
 
 
 def _error_outcome(error: BaseException, recording: bool) -> Outcome:
@@ -369,25 +522,3 @@ def _error_outcome(error: BaseException, recording: bool) -> Outcome:
     if isinstance(error, CassetteError):
         return "invalid"
     return "failed"
-
-
-def _is_user_file(path: Path, root: Path) -> bool:
-    """A frame worth showing: the user's code, not an installed library, the stdlib or this plugin."""
-    if "site-packages" in path.parts or "dist-packages" in path.parts:
-        return False
-    if path.is_relative_to(_PACKAGE_DIR):
-        return False
-    if path.is_relative_to(_STDLIB_DIR):
-        return False
-    return path.is_relative_to(root)
-
-
-def _exception_lines(exc: BaseException) -> list[str]:
-    kind = type(exc)
-    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    message = str(exc)
-    if isinstance(exc, BlackboxError) or "[blackbox]" in message:
-        return [f"E   {name}: the blackbox error above"]
-    shown = message.splitlines()[:_MAX_MESSAGE_LINES] or [""]
-    first = f"E   {name}: {shown[0]}" if shown[0] else f"E   {name}"
-    return [first, *(f"E   {line}" for line in shown[1:])]

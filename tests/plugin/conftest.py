@@ -10,9 +10,11 @@ scenario is written once and parametrized over both.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ import anthropic  # noqa: F401  (imported once here, so in-process inner runs do
 import pytest
 
 import pytest_blackbox.plugin.testrun  # noqa: F401  (the same: the session, respx and the providers)
+from pytest_blackbox.testing import FakeProvider
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather"
 INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
@@ -29,6 +32,12 @@ ANSWERS = {
     "Oslo": "It is 4 °C (39.2 °F) and snowing in Oslo.",
     "Lima": "It is 17 °C (62.6 °F) and cloudy in Lima.",
 }
+NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
+#: The usage every bad marker argument's error ends with.
+MARKER_USAGE = (
+    "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
+    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets=[], allowed_hosts=[])"
+)
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 #: The inner tests' own switches (the example's conftest reads the first): no run inherits them.
@@ -83,20 +92,32 @@ def summary(
     not_written: int = 0,
     unused: int = 0,
     *,
+    unchanged: int = 0,
+    live: int = 0,
     missing: int = 0,
     invalid: int = 0,
+    unwritable: int = 0,
     refused: int = 0,
+    checked: bool = True,
 ) -> str:
-    """The summary line; the last three counts are shown only when not zero."""
+    """The summary line; the keyword-only counts are shown only when not zero. ``checked=False``: a
+    run that selected part of the suite, so unused cassettes were not looked for."""
     extra = [
         f", {n} {label}"
-        for n, label in ((missing, "missing"), (invalid, "invalid"), (refused, "refused"))
+        for n, label in (
+            (unchanged, "unchanged"),
+            (live, "live"),
+            (missing, "missing"),
+            (invalid, "invalid"),
+            (unwritable, "unwritable"),
+            (refused, "refused"),
+        )
         if n
     ]
+    unused_part = f"{unused} unused cassettes" if checked else NOT_CHECKED
     return (
         f"blackbox: {replayed} replayed, {recorded} recorded, {diverged} diverged, "
-        f"{unsupported} unsupported, {not_written} not written (test failed), {unused} unused cassettes"
-        + "".join(extra)
+        f"{unsupported} unsupported, {not_written} not written (test failed), {unused_part}" + "".join(extra)
     )
 
 
@@ -158,3 +179,62 @@ def suite(request: pytest.FixtureRequest, weather_dir: pytest.Pytester) -> Suite
 def sync_suite(weather_dir: pytest.Pytester) -> Suite:
     """For the scenarios about options and output rather than the agent (one flavor is enough)."""
     return Suite(weather_dir, "sync")
+
+
+#: The inner conftest of the counted suites: every model call, recording or replaying, goes to the
+#: outer test's fake provider, which counts what reaches it (a replay must send nothing).
+COUNTED_CONFTEST = """
+import os
+
+import pytest
+
+
+@pytest.fixture
+def anthropic_options():
+    return {"base_url": os.environ["FAKE_PROVIDER_URL"], "api_key": "fake-provider-key"}
+"""
+
+
+def _example_responder() -> Any:
+    """``respond`` of the example's ``fake_model.py``, loaded from its file (not as ``fake_model``)."""
+    spec = importlib.util.spec_from_file_location("_weather_fake_model", EXAMPLE / "fake_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.respond
+
+
+@dataclass
+class Counted(Suite):
+    """A suite whose model calls all go to :attr:`fake`, recording and replaying alike."""
+
+    fake: FakeProvider
+
+    @property
+    def sent(self) -> int:
+        """How many requests reached the provider so far."""
+        return len(self.fake.requests)
+
+
+def _counted(bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, flavor: str) -> Iterator[Counted]:
+    for name in ("agent.py", "fake_model.py"):
+        (bare_dir.path / name).write_text((EXAMPLE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for module in ("agent", "fake_model"):
+        clean_env.delitem(sys.modules, module, raising=False)
+    bare_dir.makeconftest(COUNTED_CONFTEST)
+    with FakeProvider(respond=_example_responder()) as fake:
+        clean_env.setenv("FAKE_PROVIDER_URL", fake.anthropic_base_url)
+        yield Counted(bare_dir, flavor, fake)
+
+
+@pytest.fixture(params=["sync", "async"])
+def counted(
+    request: pytest.FixtureRequest, bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch
+) -> Iterator[Counted]:
+    yield from _counted(bare_dir, clean_env, request.param)
+
+
+@pytest.fixture
+def counted_sync(bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> Iterator[Counted]:
+    """For scenarios about options and output rather than the agent (one flavor is enough)."""
+    yield from _counted(bare_dir, clean_env, "sync")

@@ -68,17 +68,51 @@ def test_none_without_a_cassette_fails_with_the_command_that_records_it(suite: S
     assert not suite.cassette().exists()
 
 
-def test_all_records_again_and_replaces_the_cassette(suite: Suite) -> None:
+@pytest.mark.parametrize("mode", ["all", "rewrite"])
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_re_recording_an_unchanged_run_keeps_the_cassette_byte_for_byte(
+    suite: Suite, mode: str, xdist: tuple[str, ...]
+) -> None:
+    """The same run recorded again differs only in timestamps and hashes: no git churn."""
+    suite.write()
+    suite.write(name="test_other")
+    suite.run("--record-mode=once").assert_outcomes(passed=2)
+    old = {module: suite.cassette(module).read_bytes() for module in ("test_weather", "test_other")}
+    result = suite.run(*xdist, f"--record-mode={mode}")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([exact(summary(unchanged=2))])
+    assert not any(line.startswith("  changed:") for line in result.stdout.lines)
+    assert {module: suite.cassette(module).read_bytes() for module in old} == old
+    for module in old:
+        assert [p.name for p in suite.cassette(module).parent.iterdir()] == ["test_weather.json"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "xdist"), [("all", ()), ("rewrite", ("-n", "2"))], ids=["all", "rewrite-xdist"]
+)
+def test_re_recording_a_changed_run_replaces_the_cassette_and_says_where_it_changed(
+    suite: Suite, mode: str, xdist: tuple[str, ...]
+) -> None:
     suite.write()
     suite.run("--record-mode=once").assert_outcomes(passed=1)
     old = suite.load()
-    result = suite.run("--record-mode=all")
+    suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
+    result = suite.run(*xdist, f"--record-mode={mode}")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([exact(summary(recorded=1))])
+    result.stdout.fnmatch_lines(
+        [
+            exact(summary(recorded=1)),
+            exact(
+                "  changed: cassettes/test_weather/test_weather.json "
+                "(step 0 model_input: messages[0].content)"
+            ),
+        ],
+        consecutive=True,
+    )
     new = suite.load()
-    assert new["createdAt"] >= old["createdAt"]
-    assert new["steps"][0]["hash"] != old["steps"][0]["hash"]  # a new recording, new timestamps
-    assert [s["payload"] for s in new["steps"]] == [s["payload"] for s in old["steps"]]
+    assert new["steps"][0]["payload"]["messages"][0]["content"] == "What is the weather in Oslo?"
+    assert new["steps"][0]["hash"] != old["steps"][0]["hash"]
+    assert verify_trace(suite.cassette()).ok
 
 
 def test_all_keeps_the_old_cassette_when_the_test_fails(suite: Suite) -> None:
@@ -100,24 +134,16 @@ def test_all_keeps_the_old_cassette_when_the_test_fails(suite: Suite) -> None:
     assert [p.name for p in suite.cassette().parent.iterdir()] == ["test_weather.json"]
 
 
-def test_rewrite_deletes_then_records(suite: Suite) -> None:
+def test_rewrite_keeps_the_old_cassette_when_the_test_fails(suite: Suite) -> None:
     suite.write()
     suite.run("--record-mode=once").assert_outcomes(passed=1)
-    old = suite.load()
-    result = suite.run("--record-mode=rewrite")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([exact(summary(recorded=1))])
-    assert suite.load()["steps"][0]["hash"] != old["steps"][0]["hash"]
-
-
-def test_rewrite_leaves_no_cassette_when_the_test_fails(suite: Suite) -> None:
-    suite.write()
-    suite.run("--record-mode=once").assert_outcomes(passed=1)
+    old = suite.cassette().read_bytes()
     suite.pytester._monkeypatch.setenv("WEATHER_FAIL", "1")
     result = suite.run("--record-mode=rewrite")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([exact(summary(not_written=1))])
-    assert not suite.cassette().parent.exists() or list(suite.cassette().parent.iterdir()) == []
+    assert suite.cassette().read_bytes() == old
+    assert [p.name for p in suite.cassette().parent.iterdir()] == ["test_weather.json"]
 
 
 def test_a_failing_test_never_writes_a_first_cassette(suite: Suite) -> None:

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from pytest_blackbox.plugin import _recording_owns_record_mode
-
-from .conftest import INNER_INI, QUIET, Suite, exact, summary
+from .conftest import INNER_INI, MARKER_USAGE, QUIET, Suite, exact, summary
 
 LENIENT = """
 DEF test_lenient(blackbox, anthropic_options):
@@ -112,7 +108,11 @@ def test_match_precedence(sync_suite: Suite, ini: str, marker: str, option: str,
             'record_mode="sometimes"',
             """record_mode='sometimes' must be one of "none", "once", "new_episodes", "all", "rewrite\"""",
         ),
-        ('match="fuzzy"', """match='fuzzy' must be one of "strict", "sequence\""""),
+        (
+            'match="fuzzy"',
+            """match='fuzzy' must be one of "strict", "sequence", """
+            "or a function (recorded_model_input, live_model_input) -> None | str",
+        ),
         ("cassette=3", "cassette=3 must be a non-empty path"),
     ],
 )
@@ -131,8 +131,8 @@ def test_typo():
     result.stderr.fnmatch_lines(
         [
             exact(
-                f"ERROR: test_markers.py::test_typo: bad @pytest.mark.blackbox: {problem}; usage: "
-                "@pytest.mark.blackbox(cassette=None, match='strict'|'sequence', record_mode=None)"
+                f"ERROR: test_markers.py::test_typo: bad @pytest.mark.blackbox: {problem}; "
+                f"usage: {MARKER_USAGE}"
             )
         ]
     )
@@ -143,10 +143,13 @@ def test_typo():
     [
         (
             "blackbox_record_mode = sometimes",
-            'blackbox_record_mode = sometimes must be one of "none", "once", '
+            'bad ini value: blackbox_record_mode=\'sometimes\' must be one of "none", "once", '
             '"new_episodes", "all", "rewrite"',
         ),
-        ("blackbox_match = fuzzy", 'blackbox_match = fuzzy must be one of "strict", "sequence"'),
+        (
+            "blackbox_match = fuzzy",
+            """bad ini value: blackbox_match='fuzzy' must be one of "strict", "sequence\"""",
+        ),
     ],
 )
 def test_bad_ini_values_are_a_usage_error(pytester: pytest.Pytester, line: str, message: str) -> None:
@@ -184,8 +187,8 @@ def test_record_mode_is_shared_with_pytest_recording(sync_suite: Suite, plugins:
 
 @pytest.mark.parametrize(
     "plugins",
-    [("-p", "recording", "-p", "blackbox"), ("-p", "blackbox")],
-    ids=["recording-first", "blackbox-alone"],
+    [("-p", "recording", "-p", "blackbox"), ("-p", "blackbox", "-p", "recording"), ("-p", "blackbox")],
+    ids=["recording-first", "blackbox-first", "blackbox-alone"],
 )
 def test_record_mode_without_plugin_autoload(sync_suite: Suite, plugins: tuple[str, ...]) -> None:
     sync_suite.pytester._monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -193,36 +196,3 @@ def test_record_mode_without_plugin_autoload(sync_suite: Suite, plugins: tuple[s
     result = sync_suite.run(*plugins, "--record-mode=once")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([exact(summary(recorded=1))])
-
-
-class _Plugins:
-    """The two questions the option registration asks the plugin manager."""
-
-    def __init__(self, registered: bool, blocked: bool) -> None:
-        self.registered, self.blocked = registered, blocked
-
-    def has_plugin(self, name: str) -> bool:
-        return self.registered and name == "recording"
-
-    def is_blocked(self, name: str) -> bool:
-        return self.blocked and name == "recording"
-
-
-@pytest.mark.parametrize(
-    ("registered", "blocked", "autoload_off", "owns"),
-    [
-        (True, False, False, True),  # pytest-recording loaded first: it registered the option
-        (False, False, False, True),  # it will load after us: leave the option to it
-        (False, True, False, False),  # -p no:recording
-        (False, False, True, False),  # PYTEST_DISABLE_PLUGIN_AUTOLOAD and not asked for with -p
-    ],
-)
-def test_who_registers_record_mode(
-    monkeypatch: pytest.MonkeyPatch, registered: bool, blocked: bool, autoload_off: bool, owns: bool
-) -> None:
-    if autoload_off:
-        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    else:
-        monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-    manager: Any = _Plugins(registered, blocked)
-    assert _recording_owns_record_mode(manager) is owns

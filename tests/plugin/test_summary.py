@@ -43,14 +43,16 @@ def test_a_renamed_test_leaves_an_unused_cassette_listed_with_v(sync_suite: Suit
 
 @pytest.mark.parametrize(
     "selection",
-    [("-k", "keep"), ("--deselect", "test_pair.py::test_old"), ("test_pair.py::test_keep",)],
+    [("-k", "keep"), ("--deselect", "test_pair.py::test_new"), ("test_pair.py::test_keep",)],
     ids=["-k", "--deselect", "node-id"],
 )
-def test_a_partial_run_reports_no_unused_cassettes(sync_suite: Suite, selection: tuple[str, ...]) -> None:
+def test_a_partial_run_does_not_check_unused_cassettes(sync_suite: Suite, selection: tuple[str, ...]) -> None:
     _recorded_pair(sync_suite)
+    sync_suite.pytester.makepyfile(test_pair="import pytest\n" + RENAMED)  # test_old.json is unused
     result = sync_suite.run("-v", *selection)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    result.stdout.fnmatch_lines([exact(summary(replayed=1, checked=False))])
+    assert not any(line.startswith("  unused:") for line in result.stdout.lines)
 
 
 def test_no_summary_without_cassette_tests(bare_dir: pytest.Pytester) -> None:
@@ -131,7 +133,7 @@ def test_missing_invalid_and_refused_are_counted_after_the_fixed_part_only_when_
     bare_dir.makepyfile(test_counts=FAILED_OUTSIDE_THE_AGENT)
     first = bare_dir.runpytest(*QUIET, "-k", "test_fetch", "--record-mode=once")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines([exact(summary(recorded=1))])
+    first.stdout.fnmatch_lines([exact(summary(recorded=1, checked=False))])
 
     clean_env.setenv("FETCH", "1")  # a replay refuses a request that is not a model call
     offline = bare_dir.runpytest(*QUIET)
@@ -149,3 +151,46 @@ def test_missing_invalid_and_refused_are_counted_after_the_fixed_part_only_when_
     edited = bare_dir.runpytest(*QUIET)
     edited.assert_outcomes(failed=2)
     edited.stdout.fnmatch_lines([exact(summary(missing=1, invalid=1))])
+
+
+SHARD = """
+def pytest_collection_modifyitems(config, items):
+    \"\"\"A CI shard runs the first test; the other shard runs the rest (as pytest-split does).\"\"\"
+    deselected = items[1:]
+    items[:] = items[:1]
+    config.hook.pytest_deselected(items=deselected)
+"""
+
+
+def test_a_ci_shard_does_not_check_unused_cassettes(sync_suite: Suite) -> None:
+    _recorded_pair(sync_suite)
+    sync_suite.pytester.makepyfile(test_pair="import pytest\n" + RENAMED)
+    (sync_suite.pytester.path / "conftest.py").write_text(
+        (sync_suite.pytester.path / "conftest.py").read_text(encoding="utf-8") + SHARD, encoding="utf-8"
+    )
+    for xdist in ((), ("-n", "2")):
+        result = sync_suite.run(*xdist)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([exact(summary(replayed=1, checked=False))])
+
+
+def test_last_failed_does_not_check_unused_cassettes(sync_suite: Suite) -> None:
+    _recorded_pair(sync_suite)
+    failing = "import pytest\n" + RENAMED.replace('result="kept")', 'result="kept")\n    assert 0')
+    sync_suite.pytester.makepyfile(test_pair=failing)
+    with_cache = ("-p", "no:hypothesispytest")
+    first = sync_suite.pytester.runpytest(*with_cache, "--record-mode=once")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines([exact(summary(recorded=1, unused=1))])
+    sync_suite.pytester.makepyfile(test_pair="import pytest\n" + RENAMED)
+    rerun = sync_suite.pytester.runpytest(*with_cache, "--lf")
+    rerun.assert_outcomes(passed=1)
+    rerun.stdout.fnmatch_lines([exact(summary(replayed=1, checked=False))])
+
+
+def test_a_module_that_failed_to_import_does_not_check_unused_cassettes(sync_suite: Suite) -> None:
+    _recorded_pair(sync_suite)
+    sync_suite.pytester.makepyfile(test_broken="import no_such_module\n")
+    result = sync_suite.run("--continue-on-collection-errors")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([exact(summary(replayed=2, checked=False))])

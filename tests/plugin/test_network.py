@@ -1,0 +1,280 @@
+"""Network blocking: a replay connects only to loopback and allowed hosts, whatever opens the
+connection; with ``--blackbox-block-network`` a test without the marker gets no model call through."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+
+import pytest
+
+from pytest_blackbox.errors import OfflineRequestError
+from pytest_blackbox.plugin.sockets import SocketGuard
+
+from .conftest import INNER_INI, QUIET, Counted, exact, summary
+
+#: 192.0.2.0/24 is TEST-NET-1 (RFC 5737): documentation only, never routed.
+UNROUTED = "192.0.2.1"
+CONNECT = {
+    "urllib": f'urllib.request.urlopen("http://{UNROUTED}:8080/status", timeout=0.5)',
+    "socket": f'socket.create_connection(("{UNROUTED}", 8080), timeout=0.5).close()',
+    "aiohttp": f"""await _aiohttp_get("http://{UNROUTED}:8080/status")""",
+}
+FETCHING = """
+import socket
+import urllib.request
+
+import pytest
+
+
+async def _aiohttp_get(url):
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=0.5)) as session:
+        async with session.get(url) as response:
+            return response.status
+
+
+def _loopback():
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=0.5).close()
+    except OSError:
+        pass  # nothing listens there; what matters is that the connection was attempted
+
+
+@pytest.mark.blackbox(MARKER)
+ASYNC def test_fetch(blackbox):
+    _loopback()  # loopback stays reachable: users run local services in tests
+    try:
+        CONNECT  # a tool the test forgot to wrap
+    except OSError:
+        pass  # allowed, but nothing answers at that address
+    blackbox.finish(result="fetched")
+"""
+REFUSAL = [
+    exact(
+        f"blackbox: test_fetch.py::test_fetch tried to connect to {UNROUTED}:8080 during a replay; "
+        "a replay reaches loopback only"
+    ),
+    exact(
+        "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
+        f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={UNROUTED}"
+    ),
+]
+
+
+def _fetching(pytester: pytest.Pytester, client: str, marker: str = "", catch: str = "OSError") -> None:
+    source = FETCHING.replace("MARKER", marker).replace("CONNECT", CONNECT[client])
+    source = source.replace("ASYNC ", "async " if client == "aiohttp" else "")
+    pytester.makepyfile(test_fetch=source.replace("except OSError:", f"except {catch}:"))
+
+
+HAS_AIOHTTP = importlib.util.find_spec("aiohttp") is not None
+CLIENTS = [
+    "urllib",
+    "socket",
+    pytest.param("aiohttp", marks=pytest.mark.skipif(not HAS_AIOHTTP, reason="aiohttp is not installed")),
+]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_replay_refuses_connections_beyond_loopback(bare_dir: pytest.Pytester, client: str) -> None:
+    _fetching(bare_dir, client)
+    recorded = bare_dir.runpytest(*QUIET, "--record-mode=once")  # recording is not guarded
+    recorded.assert_outcomes(passed=1)
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(
+        [
+            "*_ test_fetch _*",
+            *REFUSAL,
+            "",
+            "test_fetch.py:*: in test_fetch",
+            "*",
+            *(["test_fetch.py:*: in _aiohttp_get", "*"] if client == "aiohttp" else []),
+            exact("E   pytest_blackbox.errors.OfflineRequestError: the blackbox error above"),
+            exact(summary(refused=1)),
+        ],
+        consecutive=True,
+    )
+
+
+def test_a_swallowed_refusal_still_fails_the_test(bare_dir: pytest.Pytester) -> None:
+    _fetching(bare_dir, "urllib", catch="Exception")
+    bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=1)
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET)
+    replayed.assert_outcomes(failed=1)
+    replayed.stdout.fnmatch_lines(["*_ test_fetch _*", *REFUSAL, exact(summary(refused=1))], consecutive=True)
+
+
+@pytest.mark.parametrize(
+    ("marker", "ini", "option"),
+    [
+        (f'allowed_hosts=["{UNROUTED}"]', "", ""),
+        ('allowed_hosts="192.0.2.*"', "", ""),
+        ("", f"blackbox_allowed_hosts = 10.0.0.1, {UNROUTED}", ""),
+        ("", "", f"--blackbox-allowed-hosts=10.0.0.1,{UNROUTED}"),
+    ],
+    ids=["marker", "marker-wildcard", "ini", "option"],
+)
+def test_allowed_hosts_are_reached(bare_dir: pytest.Pytester, marker: str, ini: str, option: str) -> None:
+    bare_dir.makeini(f"{INNER_INI}{ini}\n")
+    _fetching(bare_dir, "urllib", marker=marker)
+    bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=1)
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET, *([option] if option else []))
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (
+            (),
+            "blackbox_allowed_hosts = https://api.example.com",
+            "ERROR: bad ini value: blackbox_allowed_hosts: 'https://api.example.com' is not a host name "
+            'or IP address (write the host only, such as "api.example.com" or "*.internal": '
+            "no scheme, port or path)",
+        ),
+        (
+            ("--blackbox-allowed-hosts=db:5432",),
+            "",
+            "ERROR: bad option: --blackbox-allowed-hosts: 'db:5432' is not a host name or IP address "
+            '(write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)',
+        ),
+    ],
+    ids=["ini", "option"],
+)
+def test_bad_allowed_hosts_are_a_usage_error(
+    bare_dir: pytest.Pytester, args: tuple[str, ...], ini: str, message: str
+) -> None:
+    bare_dir.makeini(f"{INNER_INI}{ini}\n")
+    bare_dir.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = bare_dir.runpytest(*QUIET, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([exact(message)])
+
+
+UNMARKED = {
+    "sync": """
+def test_forgot_the_marker(anthropic_options):
+    client = anthropic.Anthropic(**anthropic_options)
+    assert run_agent(client, "What is the weather in Paris?", TOOLS)
+""",
+    "async": """
+async def test_forgot_the_marker(anthropic_options):
+    async with anthropic.AsyncAnthropic(**anthropic_options) as client:
+        assert await run_agent_async(client, "What is the weather in Paris?", TOOLS)
+""",
+}
+SWALLOWED = """
+def test_forgot_the_marker(anthropic_options):
+    try:
+        run_agent(anthropic.Anthropic(**anthropic_options), "What is the weather in Paris?", TOOLS)
+    except Exception:
+        pass
+"""
+BLOCKED = [
+    "blackbox: test_weather.py::test_forgot_the_marker is not a blackbox test, and --blackbox-block-network "
+    "refuses its model calls: POST http://127.0.0.1:*/v1/messages was not sent",
+    exact(
+        "mark it @pytest.mark.blackbox (or give it the blackbox fixture) to record and replay its model calls"
+    ),
+]
+
+
+@pytest.mark.parametrize("switch", [("--blackbox-block-network",), ("ini",)], ids=["option", "ini"])
+def test_block_network_refuses_the_model_calls_of_tests_without_the_marker(
+    counted: Counted, switch: tuple[str, ...]
+) -> None:
+    counted.write(body=UNMARKED[counted.flavor])
+    if switch == ("ini",):
+        counted.pytester.makeini(INNER_INI + "blackbox_block_network = true\n")
+        switch = ()
+    counted.pytester._monkeypatch.setenv("CI", "1")
+    result = counted.run(*switch)
+    result.assert_outcomes(failed=1)
+    call = "response = client.messages.create(**_request(messages))"
+    if counted.flavor == "async":
+        call = "response = await client.messages.create(**_request(messages))"
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_forgot_the_marker _*",
+            *BLOCKED,
+            "",
+            "test_weather.py:*: in test_forgot_the_marker",
+            "*",
+            "agent.py:*: in run_agent*",
+            f"    {call}",
+            exact("E   anthropic.BadRequestError: the blackbox error above"),
+            exact(summary(refused=1)),
+        ],
+        consecutive=True,
+    )
+    assert counted.sent == 0
+
+
+def test_block_network_fails_a_test_that_swallowed_the_refusal(counted_sync: Counted) -> None:
+    counted_sync.write(body=SWALLOWED)
+    result = counted_sync.run("--blackbox-block-network")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*_ test_forgot_the_marker _*", *BLOCKED, exact(summary(refused=1))])
+    assert counted_sync.sent == 0
+
+
+MARKED_AND_UNMARKED = """
+@pytest.mark.blackbox
+def test_marked(blackbox, anthropic_options):
+    assert ask(blackbox, anthropic_options, "Paris").endswith(" in Paris.")
+
+
+def test_no_model_call():
+    assert 1 + 1 == 2
+"""
+
+
+def test_block_network_leaves_blackbox_tests_and_other_tests_alone(counted_sync: Counted) -> None:
+    counted_sync.write(body=MARKED_AND_UNMARKED)
+    counted_sync.run("--record-mode=once").assert_outcomes(passed=2)
+    assert counted_sync.sent == 3
+    counted_sync.pytester._monkeypatch.setenv("CI", "1")
+    result = counted_sync.run("--blackbox-block-network")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    assert counted_sync.sent == 3
+
+
+def _describe(where: str, port: int) -> str:
+    return f"refused {where}"
+
+
+def test_the_guard_names_the_host_the_code_resolved_and_matches_allowed_names() -> None:
+    """The address connected to is what the socket sees; the name comes from the resolution before it."""
+    info = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("203.0.113.7", 443))
+    guard = SocketGuard(("*.internal",), _describe)
+    guard.note_resolved("search.example.com", [info])
+    guard.note_resolved("db.internal", [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("198.51.100.2", 5432))])
+    with pytest.raises(OfflineRequestError, match=r"^refused search\.example\.com:443 \(203\.0\.113\.7\)$"):
+        guard.check(socket.AF_INET, ("203.0.113.7", 443))
+    guard.check(socket.AF_INET, ("198.51.100.2", 5432))  # allowed by its name
+    guard.check(socket.AF_INET6, ("::1", 80, 0, 0))
+    guard.check(socket.AF_INET6, ("::ffff:127.0.0.1", 80, 0, 0))
+    guard.check(socket.AF_INET, ("0.0.0.0", 80))
+    guard.check(socket.AF_UNIX, "/tmp/service.sock")
+    assert str(guard.refusal) == "refused search.example.com:443 (203.0.113.7)"  # the first one is kept
+
+
+def test_the_guard_patches_sockets_only_while_started() -> None:
+    connect = socket.socket.connect
+    guard = SocketGuard((), _describe).start()
+    try:
+        assert socket.socket.connect is not connect
+        with socket.socket() as sock, pytest.raises(OfflineRequestError, match=r"refused 192\.0\.2\.1:9"):
+            sock.connect((UNROUTED, 9))
+    finally:
+        guard.stop()
+    assert socket.socket.connect is connect
+    assert "connect" not in vars(socket.socket)

@@ -1,0 +1,127 @@
+"""Where a cassette cannot be written, the test says what to fix before any model call is paid for;
+a run killed mid-recording leaves no hidden file for ``git add`` to pick up."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from .conftest import Counted, exact, summary
+
+WRITING_MODES = ["once", "all", "rewrite", "new_episodes"]
+
+
+@pytest.mark.parametrize("mode", ["none", *WRITING_MODES])
+def test_a_directory_at_the_cassette_path_is_named_as_such(counted_sync: Counted, mode: str) -> None:
+    counted_sync.write()
+    counted_sync.cassette().mkdir(parents=True)
+    result = counted_sync.run(f"--record-mode={mode}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_weather _*",
+            exact("blackbox: cassettes/test_weather/test_weather.json is a directory, not a cassette file"),
+            exact("remove or rename it, or give the test another cassette (cassette= on its marker)"),
+            exact(summary(invalid=1)),
+        ],
+        consecutive=True,
+    )
+    assert counted_sync.sent == 0
+
+
+BLOCKED_FOLDER = """
+@pytest.mark.blackbox(cassette_dir="blocker/cassettes")
+DEF test_weather(blackbox, anthropic_options):
+    assert AWAIT ask(blackbox, anthropic_options, city())
+"""
+
+
+def test_a_cassette_folder_that_cannot_be_created_is_refused_before_the_model_is_called(
+    counted: Counted,
+) -> None:
+    counted.write(body=BLOCKED_FOLDER)
+    (counted.pytester.path / "blocker").write_text("a file, where the cassettes' parent folder should be")
+    result = counted.run("--record-mode=once")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_weather _*",
+            exact(
+                "blackbox: cannot write blocker/cassettes/test_weather.json: blocker/cassettes does not take "
+                "new files (Not a directory); nothing was recorded"
+            ),
+            exact(
+                "make the folder writable, or put the cassettes elsewhere (the cassette_dir setting, the "
+                "blackbox_cassette_dir ini key)"
+            ),
+            exact(summary(unwritable=1)),
+        ],
+        consecutive=True,
+    )
+    assert counted.sent == 0
+
+
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="needs a POSIX user that permissions bind"
+)
+@pytest.mark.parametrize("mode", WRITING_MODES)
+def test_a_read_only_cassette_folder_is_refused_before_the_model_is_called(
+    counted_sync: Counted, mode: str
+) -> None:
+    counted_sync.write()
+    counted_sync.run("--record-mode=once").assert_outcomes(passed=1)
+    folder = counted_sync.cassette().parent
+    if mode == "once":  # once writes only a missing cassette
+        counted_sync.cassette().rename(folder / "elsewhere.json")
+    sent = counted_sync.sent
+    folder.chmod(0o555)
+    try:
+        result = counted_sync.run(f"--record-mode={mode}")
+    finally:
+        folder.chmod(0o755)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            exact(
+                "blackbox: cannot write cassettes/test_weather/test_weather.json: "
+                "cassettes/test_weather does not take new files (Permission denied); nothing was recorded"
+            ),
+        ]
+    )
+    assert counted_sync.sent == sent
+
+
+KILLED = """
+import signal
+
+
+@pytest.mark.blackbox
+DEF test_weather(blackbox, anthropic_options):
+    answer = AWAIT ask(blackbox, anthropic_options, city())
+    if os.environ.get("KILL_ME"):
+        os.kill(os.getpid(), signal.SIGTERM)  # CI cancelling the job, a laptop closing
+    assert answer.endswith(" in " + city() + ".")
+"""
+
+
+def test_a_pending_file_left_by_a_killed_run_is_removed_by_the_next(counted: Counted) -> None:
+    counted.write(body=KILLED)
+    counted.run("--record-mode=once").assert_outcomes(passed=1)
+    folder = counted.cassette().parent
+    monkeypatch = counted.pytester._monkeypatch
+    monkeypatch.setenv("KILL_ME", "1")
+    killed = counted.pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=new_episodes")
+    assert killed.ret == -signal.SIGTERM
+    leftovers = [p.name for p in folder.iterdir() if p.name != "test_weather.json"]
+    assert len(leftovers) == 1 and leftovers[0].startswith(".test_weather.json.")
+    assert leftovers[0].endswith(".pending")
+
+    monkeypatch.delenv("KILL_ME")
+    monkeypatch.setenv("CI", "1")
+    replayed = counted.run()
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    assert [p.name for p in folder.iterdir()] == ["test_weather.json"]
+    assert counted.sent == 3
