@@ -253,11 +253,11 @@ class ReplayCursor:
             applied = self.rules.applied(turn.input["payload"], actual) if self.rules is not None else None
             self._diverge_at(turn.input["index"], diff, REQUEST_HINT, applied)
 
-    def _judge(self, turn: RecordedTurn, view: Any) -> None:
+    def _judge(self, turn: RecordedTurn, actual: Any) -> None:
         """The user's matcher, if set, has the last word on a request that answers a recorded call."""
         if self.rules is None:
             return
-        reason = self.rules.judge(self._view(turn), view)
+        reason = self.rules.judge(turn.input["payload"], actual)
         if reason is not None:
             index = turn.input["index"]
             self._diverge(index, "matcher", "a request the matcher accepts", reason, MATCHER_HINT)
@@ -357,7 +357,7 @@ class ReplayCursor:
         view = self.view(actual)
         if self.match == "strict" and not identical_json(self._view(turn), view):
             self._request_differs(turn, actual, view)
-        self._judge(turn, view)
+        self._judge(turn, actual)
 
     def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
         """The recorded call that answers this request; its round opens.
@@ -406,7 +406,7 @@ class ReplayCursor:
             turn = self._continuation(actual, view)
         assert turn is not None
         self._settle_before(turn)
-        self._judge(turn, view)
+        self._judge(turn, actual)
         return self._use(turn)
 
     def _text(self, turn: RecordedTurn) -> str:

@@ -355,7 +355,9 @@ class MatchRules:
     """``ignore``, ``normalize`` and ``matcher``, as the replay comparison applies them.
 
     A request matches its recording when the two, each with the ignored fields left out and every
-    string normalized, are equal (``strict``) and the matcher, given those two views, accepts them.
+    string normalized, are equal (``strict``) and the matcher accepts them. The matcher sees both
+    requests normalized but whole: ``ignore`` leaves a field out of the equality, so that the matcher
+    can be the one to judge it (a model name within a family, a bounded number).
     """
 
     ignore: tuple[str, ...] = ()
@@ -395,11 +397,13 @@ class MatchRules:
                 tool_input = _without(tool_input, path.parts) if path.parts else IGNORED
         return self._normalized(tool_input)
 
-    def judge(self, recorded_view: Any, live_view: Any) -> str | None:
-        """The matcher's verdict on two views: ``None`` (they match) or its reason."""
+    def judge(self, recorded: Any, live: Any) -> str | None:
+        """The matcher's verdict on two requests, normalized: ``None`` (they match) or its reason."""
         if self.matcher is None:
             return None
-        verdict = self.matcher(copy.deepcopy(recorded_view), copy.deepcopy(live_view))
+        verdict = self.matcher(
+            copy.deepcopy(self._normalized(recorded)), copy.deepcopy(self._normalized(live))
+        )
         if verdict is None:
             return None
         if not isinstance(verdict, str):

@@ -16,6 +16,8 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from ..engine.rules import RULE_VALIDATORS
+from ..errors import BlackboxUsageError
 from .paths import (
     case_collisions,
     cassette_name,
@@ -48,7 +50,7 @@ ENGINE_KEYS = ("ignore", "normalize", "redact", "secrets")
 PRECEDENCE = "command line > marker (test > class > module) > blackbox_config fixture > ini > default"
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
-    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets=[], allowed_hosts=[])"
+    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[])"
 )
 FIXTURE_USAGE = f"blackbox_config returns a dict with any of the keys {', '.join(FIXTURE_KEYS)}"
 #: pytest-repeat runs a test several times as parameters of this name; every run uses one cassette.
@@ -137,47 +139,16 @@ def _strings(name: str, what: str) -> Callable[[Any], tuple[str, ...]]:
     return check
 
 
-def _regex(name: str, pattern: Any) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _Bad(f"{name}: {pattern!r} is not a regular expression ({exc})") from None
+def _rule(name: str) -> Callable[[Any], Any]:
+    """The engine's own validator of a rule option, its message as this layer reports it."""
 
+    def check(value: Any) -> Any:
+        try:
+            return RULE_VALIDATORS[name](value)
+        except BlackboxUsageError as exc:
+            raise _Bad(str(exc)) from None
 
-def _redact(value: Any) -> tuple[str | Callable[[str], str], ...]:
-    items = _items(value, lambda v: isinstance(v, str) or callable(v))
-    if items is None:
-        raise _Bad(f"redact={value!r} must be a list of regular expressions or functions str -> str")
-    for item in items:
-        if not callable(item):
-            if not isinstance(item, str) or not item:
-                raise _Bad(f"redact: {item!r} is neither a regular expression nor a function str -> str")
-            _regex("redact", item)
-    return items
-
-
-def _is_pair(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, str) for v in value)
-
-
-def _normalize(value: Any) -> tuple[tuple[str, str] | Callable[[str], str], ...]:
-    items = _items(value, lambda v: callable(v) or _is_pair(v))
-    if items is None:
-        raise _Bad(
-            f"normalize={value!r} must be a list of (pattern, replacement) pairs or functions str -> str"
-        )
-    normalized: list[tuple[str, str] | Callable[[str], str]] = []
-    for item in items:
-        if callable(item):
-            normalized.append(item)
-        elif _is_pair(item) and item[0]:
-            _regex("normalize", item[0])
-            normalized.append((item[0], item[1]))
-        else:
-            raise _Bad(
-                f"normalize: {item!r} is neither a (pattern, replacement) pair of strings nor a function"
-            )
-    return tuple(normalized)
+    return check
 
 
 def _host(value: str) -> str:
@@ -203,10 +174,10 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "cassette_dir": _path("cassette_dir"),
     "record_mode": _record_mode,
     "match": _match,
-    "ignore": _strings("ignore", 'request paths such as "metadata.user_id" or "messages[*].content"'),
-    "normalize": _normalize,
-    "redact": _redact,
-    "secrets": _strings("secrets", "environment variable names, values, header or query-parameter names"),
+    "ignore": _rule("ignore"),
+    "normalize": _rule("normalize"),
+    "redact": _rule("redact"),
+    "secrets": _rule("secrets"),
     "allowed_hosts": _allowed_hosts,
 }
 
@@ -391,7 +362,7 @@ def resolve_settings(
     engine_rules = {key: merged[key] for key in ENGINE_KEYS if key in merged}
     match = config.getoption("blackbox_match", None) or merged.get("match", "strict")
     if callable(match):
-        engine_rules["matcher"] = match
+        engine_rules["matcher"] = _rule("matcher")(match)
         match = "strict"
     hosts = (*merged.get("allowed_hosts", ()), *_allowed_hosts(cli_hosts(config)))
     stem = stem_of(item)

@@ -243,6 +243,7 @@ class TestRun:
             trace_id=trace_id_for(self.cassette),
             match=self.settings.match,
             on_divergence="record" if new_episodes else "fail",
+            **self.settings.engine_rules,
         )
 
     def _session_mode(self) -> Literal["record", "replay"] | None:

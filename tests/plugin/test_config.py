@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox import Secrets
 from pytest_blackbox.plugin.config import Settings, resolve_settings
 
 from .conftest import INNER_INI, MARKER_USAGE, QUIET, Counted, exact, summary
@@ -168,27 +169,33 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
     [
         (
             "ignore=3",
-            'ignore=3 must be a list of request paths such as "metadata.user_id" or "messages[*].content"',
+            'ignore must be a list of request field paths such as "systemPrompt" or '
+            '"messages[*].content[0].text"; got int',
         ),
-        (
-            "ignore=['']",
-            "ignore=[''] must be a list of request paths such as "
-            '"metadata.user_id" or "messages[*].content"',
-        ),
+        ("ignore=['']", 'ignore: an empty path; name a request field, e.g. "systemPrompt"'),
         (
             "normalize=[('(', 'x')]",
-            "normalize: '(' is not a regular expression (missing ), unterminated subpattern at position 0)",
+            "normalize: '(' is not a valid regular expression "
+            "(missing ), unterminated subpattern at position 0)",
         ),
         (
             "normalize=['a']",
-            "normalize: 'a' is neither a (pattern, replacement) pair of strings nor a function",
+            "normalize must be a list of (pattern, replacement) pairs and/or functions str -> str; got an "
+            "item of type str (a single pair goes in a list: normalize=[(pattern, replacement)])",
         ),
-        ("redact=[3]", "redact: 3 is neither a regular expression nor a function str -> str"),
-        ("redact={'a': 1}", "redact={'a': 1} must be a list of regular expressions or functions str -> str"),
+        (
+            "redact=[3]",
+            "redact must be a list of regular expressions and/or functions str -> str; "
+            "got an item of type int",
+        ),
+        (
+            "redact={'a': 1}",
+            "redact must be a list of regular expressions and/or functions str -> str; got dict",
+        ),
         (
             "secrets=[1]",
-            "secrets=[1] must be a list of environment variable names, values, "
-            "header or query-parameter names",
+            'secrets must be a mapping such as {"env": [...], "values": [...], "headers": [...], '
+            '"query": [...]} or pytest_blackbox.Secrets; got list',
         ),
         (
             "allowed_hosts=['https://api.example.com/v1']",
@@ -238,7 +245,7 @@ FIXTURE_USAGE = (
         ),
         (
             "{'redact': ['[']}",
-            "redact: '[' is not a regular expression (unterminated character set at position 0)",
+            "redact: '[' is not a valid regular expression (unterminated character set at position 0)",
         ),
     ],
 )
@@ -310,13 +317,15 @@ def same_enough(recorded: Any, live: Any) -> str | None:
 def test_engine_rules_are_kept_under_the_session_options_names(pytester: pytest.Pytester) -> None:
     fixture = {"ignore": "metadata.user_id", "redact": [r"\d{4}", redact_emails], "match": same_enough}
     settings = _settings(
-        pytester, "normalize=(r'\\d+', 'N'), secrets=['MY_TOKEN'], ignore=['messages[*].id']", fixture
+        pytester,
+        "normalize=[(r'\\d+', 'N')], secrets={'env': ['MY_TOKEN']}, ignore=['messages[*].id']",
+        fixture,
     )
     assert settings.engine_rules == {
         "ignore": ("messages[*].id",),  # the marker is closer than the fixture
-        "normalize": ((r"\d+", "N"),),
-        "redact": (r"\d{4}", redact_emails),
-        "secrets": ("MY_TOKEN",),
+        "normalize": ((re.compile(r"\d+"), "N"),),
+        "redact": (re.compile(r"\d{4}"), redact_emails),
+        "secrets": Secrets(env=("MY_TOKEN",)),
         "matcher": same_enough,
     }
     assert settings.match == "strict"
