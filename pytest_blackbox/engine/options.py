@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
+from .hosts import check_allowed_hosts
 from .rules import (
     Matcher,
     MatchRules,
@@ -80,6 +81,8 @@ class SessionOptions:
     #: and more values to treat like the API keys.
     redact: tuple[RedactRule, ...] = ()
     secrets: Secrets = field(default_factory=Secrets)
+    #: Hosts a replay may still reach besides loopback, for requests that are not model calls.
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def has_fork_set(self) -> bool:
@@ -196,6 +199,7 @@ def resolve_options(
     matcher: Any = None,
     redact: Any = None,
     secrets: Any = None,
+    allowed_hosts: Any = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionOptions:
     """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
@@ -203,7 +207,7 @@ def resolve_options(
     ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
     the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
     Neither have the rules (``ignore``, ``normalize``, ``matcher``, ``redact``, ``secrets``): they are
-    code, checked by the validators of ``rules``.
+    code, checked by the validators of ``rules``; nor ``allowed_hosts`` (checked by ``hosts``).
     """
     env = os.environ if env is None else env
     options = SessionOptions(
@@ -223,5 +227,6 @@ def resolve_options(
         matcher=check_matcher(matcher),
         redact=check_redact(redact),
         secrets=check_secrets(secrets),
+        allowed_hosts=check_allowed_hosts(allowed_hosts),
     )
     return _check_report_path(options)

@@ -36,7 +36,14 @@ from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
 from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import WireCall, offline_error, refusal, refuse_placeholder, warn_unreplayable
+from .wire import (
+    WireCall,
+    offline_error,
+    reaches_allowed_host,
+    refusal,
+    refuse_placeholder,
+    warn_unreplayable,
+)
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -252,6 +259,10 @@ class Session:
         return call.reply(model_input, recording.recorder.steps[-1])
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
+        """Not a model call: sent to loopback or an allowed host; otherwise recorded runs warn (a replay
+        could not send it) and offline runs refuse it."""
+        if reaches_allowed_host(request, self.options.allowed_hosts):
+            return Forward()
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
             if not inside_tool(self._token):  # a wrapped tool's requests never happen in a replay
                 warn_unreplayable(request, self._mask)

@@ -18,6 +18,7 @@ from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineReques
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..providers.sse import StreamCutShort
 from ..trace.model import ModelInput, TraceStep
+from .hosts import host_allowed, is_local
 from .keys import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
 
 __all__ = [
@@ -110,11 +111,18 @@ def _shown(request: OtherRequest, mask: Callable[[str], str]) -> str:
     return f"{request.method} {mask(f'{url.scheme}://{host}{port}{url.path}')}"
 
 
+def reaches_allowed_host(request: OtherRequest, allowed: tuple[str, ...]) -> bool:
+    """Whether a request goes to loopback or to a host the run allows (a replay lets it through)."""
+    host = urlsplit(request.url).hostname or ""
+    return is_local(host) or host_allowed(allowed, host)
+
+
 def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) -> OfflineRequestError:
     """The refusal of a request that is not a model call, in a run that must not reach the network."""
     return OfflineRequestError(
         f"{mode} mode answers only model calls (messages.create / chat.completions.create); "
-        f"a request to {_shown(request, mask)} would need the network"
+        f"a request to {_shown(request, mask)} would need the network. Make it inside a wrapped tool "
+        "(a replay returns its recorded result), or allow the host (allowed_hosts)"
     )
 
 

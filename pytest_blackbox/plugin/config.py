@@ -5,7 +5,6 @@ of the session's imports, so collection and the summary stay cheap. See docs/pyt
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shlex
@@ -16,6 +15,7 @@ from typing import Any, Literal, cast
 
 import pytest
 
+from ..engine.hosts import check_allowed_hosts
 from ..engine.rules import RULE_VALIDATORS
 from ..errors import BlackboxUsageError
 from .paths import (
@@ -56,7 +56,6 @@ FIXTURE_USAGE = f"blackbox_config returns a dict with any of the keys {', '.join
 #: pytest-repeat runs a test several times as parameters of this name; every run uses one cassette.
 REPEAT_PARAMETER = "__pytest_repeat_step_number"
 
-_HOST_NAME = re.compile(r"(?:[A-Za-z0-9*_-]+\.)*[A-Za-z0-9*_-]+\.?")
 _COLLISIONS_KEY = pytest.StashKey[dict[str, frozenset[str]]]()
 
 
@@ -120,53 +119,23 @@ def _path(name: str) -> Callable[[Any], str | os.PathLike[str]]:
     return check
 
 
-def _items(value: Any, single: Callable[[Any], bool]) -> tuple[Any, ...] | None:
-    """A list (or tuple) of items, or one item on its own; ``None`` if ``value`` is neither."""
-    if single(value):
-        return (value,)
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return None
-
-
-def _strings(name: str, what: str) -> Callable[[Any], tuple[str, ...]]:
-    def check(value: Any) -> tuple[str, ...]:
-        items = _items(value, lambda v: isinstance(v, str))
-        if items is None or not all(isinstance(item, str) and item.strip() for item in items):
-            raise _Bad(f"{name}={value!r} must be a list of {what}")
-        return cast("tuple[str, ...]", items)
-
-    return check
-
-
-def _rule(name: str) -> Callable[[Any], Any]:
-    """The engine's own validator of a rule option, its message as this layer reports it."""
+def _engine_check(validate: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The engine's own validator of a session option, its message as this layer reports it."""
 
     def check(value: Any) -> Any:
         try:
-            return RULE_VALIDATORS[name](value)
+            return validate(value)
         except BlackboxUsageError as exc:
             raise _Bad(str(exc)) from None
 
     return check
 
 
-def _host(value: str) -> str:
-    host = value.strip()
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        if not _HOST_NAME.fullmatch(host):
-            raise _Bad(
-                f"allowed_hosts: {value!r} is not a host name or IP address "
-                '(write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)'
-            ) from None
-    return host.strip("[]").lower()
+def _rule(name: str) -> Callable[[Any], Any]:
+    return _engine_check(RULE_VALIDATORS[name])
 
 
-def _allowed_hosts(value: Any) -> tuple[str, ...]:
-    hosts = _strings("allowed_hosts", "host names or IP addresses")(value)
-    return tuple(_host(host) for host in hosts)
+_allowed_hosts = _engine_check(check_allowed_hosts)
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {

@@ -9,29 +9,17 @@ depend on the network.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import threading
 from collections.abc import Callable
-from fnmatch import fnmatchcase
 from typing import Any
 
+from ..engine.hosts import host_allowed, is_local, looks_like_ip
 from ..errors import OfflineRequestError
 
 _lock = threading.Lock()
 _active: SocketGuard | None = None
 _originals: dict[str, Any] = {}
-
-
-def _is_local(host: str) -> bool:
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return host.lower().rstrip(".") == "localhost"
-    mapped = getattr(address, "ipv4_mapped", None)
-    if mapped is not None:
-        address = mapped
-    return address.is_loopback or address.is_unspecified
 
 
 class SocketGuard:
@@ -63,20 +51,15 @@ class SocketGuard:
                 _active = None
                 _unpatch()
 
-    def _allows(self, *names: str) -> bool:
-        return any(
-            fnmatchcase(name.lower().rstrip("."), pattern) for name in names for pattern in self.allowed
-        )
-
     def check(self, family: int, address: Any) -> None:
         """Refuse a connection with :class:`OfflineRequestError`: not an ``OSError``, so no client retries."""
         if family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
             return  # a Unix socket or a socket pair: local by construction
         host, port = str(address[0]), int(address[1])
         name = self._names.get(host, host)
-        if _is_local(host) or self._allows(host, name):
+        if is_local(host) or host_allowed(self.allowed, host, name):
             return
-        if name == host and not _looks_like_ip(host) and self._resolves_locally(host):
+        if name == host and not looks_like_ip(host) and self._resolves_locally(host):
             return
         shown = f"{name}:{port}" if name == host else f"{name}:{port} ({host})"
         error = OfflineRequestError(self._describe(shown, port))
@@ -89,22 +72,14 @@ class SocketGuard:
             infos = _originals["getaddrinfo"](host, None)
         except OSError:
             return False
-        return bool(infos) and all(_is_local(str(info[4][0])) for info in infos)
+        return bool(infos) and all(is_local(str(info[4][0])) for info in infos)
 
     def note_resolved(self, host: Any, infos: list[Any]) -> None:
         if isinstance(host, bytes):
             host = host.decode("ascii", errors="replace")
-        if isinstance(host, str) and not _looks_like_ip(host):
+        if isinstance(host, str) and not looks_like_ip(host):
             for info in infos:
                 self._names[str(info[4][0])] = host
-
-
-def _looks_like_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
 
 
 def _guarded_connect(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -243,6 +243,7 @@ class TestRun:
             trace_id=trace_id_for(self.cassette),
             match=self.settings.match,
             on_divergence="record" if new_episodes else "fail",
+            allowed_hosts=self.settings.allowed_hosts,
             **self.settings.engine_rules,
         )
 

@@ -20,6 +20,7 @@ from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests import TEST_KEYS
 from tests.agents.travel import FINAL, MODELS, Run, run_agent, script
+from tests.conftest import NetworkGuard, NetworkUsed
 
 FINISHED_REQUEST = "[blackbox] the session has finished (finish() was called); this request was not sent"
 
@@ -164,18 +165,48 @@ def test_the_report_for_the_launcher(
 def test_replay_refuses_other_network_requests(
     recorded: tuple[Path, Run, str], fake_provider: FakeProvider
 ) -> None:
-    path, _, root = recorded
+    path, _, _ = recorded
     fake_provider.stop()
     session = blackbox(mode="replay", cassette=path)
     with pytest.raises(OfflineRequestError) as raised, httpx2.Client() as client:
-        client.get(f"{root}/status?token=abc")
+        client.get("https://status.example.com/health?token=abc")
     with pytest.raises(OfflineRequestError) as caught:
         session.finish()
     assert caught.value is raised.value
     assert str(caught.value) == (
         "replay mode answers only model calls (messages.create / chat.completions.create); a request to "
-        f"GET {root}/status would need the network"
+        "GET https://status.example.com/health would need the network. Make it inside a wrapped tool "
+        "(a replay returns its recorded result), or allow the host (allowed_hosts)"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("http://127.0.0.1:9/status", ()),
+        ("http://localhost:9/status", ()),
+        ("http://[::1]:9/status", ()),
+        ("https://status.example.com/health", ("*.example.com",)),
+    ],
+    ids=["ipv4-loopback", "localhost", "ipv6-loopback", "allowed"],
+)
+def test_replay_lets_requests_to_loopback_and_allowed_hosts_through(
+    recorded: tuple[Path, Run, str],
+    fake_provider: FakeProvider,
+    network_guard: NetworkGuard,
+    url: str,
+    allowed: tuple[str, ...],
+) -> None:
+    """Users run local services in tests; a replay forwards their requests instead of refusing them."""
+    path, _, _ = recorded
+    fake_provider.stop()
+    attempts = network_guard.block()
+    session = blackbox(mode="replay", cassette=path, allowed_hosts=list(allowed))
+    with pytest.raises(NetworkUsed), httpx2.Client() as client:
+        client.get(url)  # sent on: the guard below the session refuses the connection itself
+    assert attempts != []
+    assert session.error is None
+    session.discard()
 
 
 def test_a_kept_error_is_raised_from_the_callers_line(
