@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .engine.mcp import MCPClient, mcp_client
     from .engine.rules import Secrets
     from .engine.session import Session, blackbox
+    from .plugin.testrun import CassetteSession
     from .trace.io import dumps_trace, load_trace, parse_trace, save_trace
     from .trace.model import Trace, TraceStep
 
@@ -36,6 +37,7 @@ __all__ = [
     "BlackboxUnsupportedError",
     "BlackboxUsageError",
     "CassetteError",
+    "CassetteSession",
     "MCPClient",
     "OfflineRequestError",
     "RecordedToolError",
@@ -58,6 +60,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "CassetteSession": "plugin.testrun",
     "MCPClient": "engine.mcp",
     "mcp_client": "engine.mcp",
     "RunReport": "engine.ending",
