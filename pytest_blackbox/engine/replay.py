@@ -15,12 +15,13 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference, render_value
+from ..analysis.verify import VerifyReport, verify_trace
 from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_trace
@@ -39,6 +40,7 @@ __all__ = [
     "ReplayCursor",
     "describe_outcome",
     "load_cassette",
+    "load_verified",
 ]
 
 REQUEST_HINT = (
@@ -75,6 +77,18 @@ def load_cassette(path: Path) -> Trace:
         if len(_CHECKED) > _CHECKED_MAX:
             _CHECKED.popitem(last=False)
     return trace
+
+
+def load_verified(path: Path, api_keys: Sequence[str] = ()) -> tuple[VerifyReport, Trace | None]:
+    """``blackbox verify`` of the cassette at ``path`` and, when every invariant passes, the trace it read.
+
+    A replay that must verify its cassette first (the pytest plugin) gets both from one read: the
+    schema, the hash chain, provider neutrality (``api_keys`` as in ``verify_trace``) and
+    replayability are checked once, on the very trace the session then replays (hand it to
+    ``Session(…, trace=…)``), so the file is neither parsed twice nor read again after its check.
+    """
+    report = verify_trace(path, api_keys=api_keys, keep_trace=True)
+    return report, report.trace if report.ok else None
 
 
 @dataclass
