@@ -9,7 +9,7 @@ agent, each making 3 model calls and 3 tool calls (``get_weather``, then ``get_t
   response bytes; no record/replay plugin is loaded;
 - **floor, SDK client**: the same, but the client is built as the replayed tests build it (the SDK's
   default HTTP client, ``anthropic.DefaultHttpxClient``, whose real transport loads the system's CA
-  certificates, about 18 ms per client), and the ``MockTransport`` is mounted for every URL; the
+  certificates, about 20 ms per client), and the ``MockTransport`` is mounted for every URL; the
   difference from the floor is what building the SDK's client costs, which both replay plugins pay
   because their tests build the client as users do;
 - **pytest-recording**: ``@pytest.mark.vcr`` replaying vcrpy cassettes, matching on method, path
@@ -22,18 +22,18 @@ plugins (the framework extras bring some); the replay plugin a variant does not 
 ``--isolated`` turns plugin autoloading off instead (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``), so each
 variant loads only its own replay plugin: the same absolute overhead then shows as a larger ratio.
 
-Python may cache compiled modules, as it does on a developer's machine: ``PYTHONDONTWRITEBYTECODE`` is
-removed from the runs' environment, and the recording runs warm the caches (pytest keeps its own,
-assertion-rewritten copy of every module of a pytest plugin's distribution, so pytest-blackbox's
-modules are compiled again on every run where that variable is set). ``--no-bytecode-cache`` sets it.
+Python caches compiled modules, as on a developer's machine: ``PYTHONDONTWRITEBYTECODE`` is removed
+from the runs' environment, and an untimed first round fills the caches. (pytest keeps its own,
+assertion-rewritten copy of every module of a pytest plugin's distribution: where that variable is
+set and no such copy exists yet, every run parses and rewrites them again, which costs about a second
+with the framework extras installed.)
 
 All variants are recorded first against the fake provider on 127.0.0.1 (the floor's bytes are captured
 from the same conversations), then timed interleaved, ``--repeat`` times each, and the median wall
 time of each variant is printed with the ratios. No replay may reach the fake provider: the script
 checks that it served nothing after recording.
 
-Run: ``python bench/suite_bench.py [--tests 40] [--repeat 5] [--isolated] [--no-bytecode-cache]
-[--keep DIR]``.
+Run: ``python bench/suite_bench.py [--tests 40] [--repeat 5] [--isolated] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -237,7 +237,6 @@ def script(fake: FakeProvider, count: int) -> None:
 
 
 ISOLATE = {"on": False}
-BYTECODE = {"cached": True}
 
 
 def environment(variant: str, base_url: str, *, key: bool) -> dict[str, str]:
@@ -250,8 +249,6 @@ def environment(variant: str, base_url: str, *, key: bool) -> dict[str, str]:
     env.pop("CI", None)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if not BYTECODE["cached"]:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
     if ISOLATE["on"]:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["SUITE_VARIANT"] = variant
@@ -310,12 +307,8 @@ def report(times: dict[str, list[float]], count: int) -> None:
     medians = {variant: statistics.median(values) for variant, values in times.items()}
     floor, sdk_floor, recording, ours = (medians[v] for v in VARIANTS)
     how = "only its own plugin" if ISOLATE["on"] else "installed plugins autoloaded"
-    cache = "bytecode cached" if BYTECODE["cached"] else "PYTHONDONTWRITEBYTECODE=1"
     repeat = len(times["floor"])
-    print(
-        f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}, {cache}), "
-        f"median of {repeat}"
-    )
+    print(f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), median of {repeat}")
     for variant in VARIANTS:
         runs = ", ".join(f"{value:.2f}" for value in times[variant])
         extra = (medians[variant] - floor) * 1e3 / count
@@ -342,12 +335,8 @@ def main() -> None:
     parser.add_argument(
         "--isolated", action="store_true", help="plugin autoloading off: only each variant's plugin"
     )
-    parser.add_argument(
-        "--no-bytecode-cache", action="store_true", help="PYTHONDONTWRITEBYTECODE=1 in every run"
-    )
     args = parser.parse_args()
     ISOLATE["on"] = args.isolated
-    BYTECODE["cached"] = not args.no_bytecode_cache
     with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
         root = args.keep or Path(tmp) / "suite"
         if root.exists():
