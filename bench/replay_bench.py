@@ -5,13 +5,15 @@ tool each, then the final answer). The script prints, from one run of the benchm
 
 (a) replay: 100 runs replayed from a Blackbox cassette (``blackbox(mode="replay")`` + ``finish()``:
     cassette load, strict request comparison, synthesized responses), against
-    - the floor: the same SDK calls answered by an ``Interceptor`` whose handler returns prebuilt
-      response bytes (no cassette, no normalization, no comparison);
+    - the floor: the same SDK calls on a client whose ``httpx2.MockTransport`` returns prebuilt
+      response bytes (no interception, no cassette, no normalization, no comparison);
+    - the interception floor: the same prebuilt bytes returned by an ``Interceptor`` (the respx
+      routing every replay goes through, without the session);
     - vcrpy: the same SDK calls replayed from a vcrpy cassette recorded against the fake provider.
     Targets: ≤ 1.25x the floor, ≥ 3x faster than vcrpy.
 (b) record: runs against the fake provider on 127.0.0.1, recorded (``blackbox(mode="record")`` +
     ``finish()``, which verifies and writes the cassette) against the same live runs unrecorded.
-    Target: ≤ 1.2x.
+    Target: ≤ 1.3x.
 
 Each figure is the best of ``--repeat`` timed batches (the machine's noise only ever adds time).
 The 100 replays read the same unchanged cassette, so after the first one the session reuses its
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import vcr  # type: ignore[import-untyped]
 
 from pytest_blackbox import blackbox
@@ -59,7 +62,7 @@ TOOLS = [
         "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
     }
 ]
-TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 3.0, 1.2
+TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 3.0, 1.3
 
 
 #: ``--ints`` makes every tool value integral: canonical JSON then stays on its C fast path, which
@@ -133,7 +136,26 @@ def prebuilt(bodies: list[bytes]) -> Callable[[ModelRequest], Reply]:
     return lambda request: Reply(200, next(answers))
 
 
-def floor_replay(bodies: list[bytes], client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
+def floor_replay(bodies: list[bytes], base_url: str, runs: int) -> Callable[[], None]:
+    """The SDK alone: its client on a ``MockTransport`` that hands out the prebuilt answers in turn."""
+    answers: list[Iterator[bytes]] = []
+    headers = {"content-type": "application/json"}
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, content=next(answers[-1]), headers=headers)
+    )
+    client = anthropic.Anthropic(
+        api_key="floor", base_url=base_url, max_retries=0, http_client=httpx2.Client(transport=transport)
+    )
+
+    def batch() -> None:
+        for _ in range(runs):
+            answers.append(iter(bodies))
+            agent(client, {"lookup": lookup})
+
+    return batch
+
+
+def interception_replay(bodies: list[bytes], client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
     def batch() -> None:
         for _ in range(runs):
             with Interceptor(prebuilt(bodies), routes=ROUTES):
@@ -189,6 +211,7 @@ class Results:
     live_runs: int
     ours: float
     floor: float
+    interception: float
     vcr: float
     cold_load: float
     plain: float
@@ -201,7 +224,8 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider) -> Results
     client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
     served = len(fake.requests)
     ours = best_of(args.repeat, blackbox_replay(cassette, client, args.runs))
-    floor = best_of(args.repeat, floor_replay(bodies, client, args.runs))
+    floor = best_of(args.repeat, floor_replay(bodies, fake.base_url, args.runs))
+    interception = best_of(args.repeat, interception_replay(bodies, client, args.runs))
     vcr_time = best_of(args.repeat, vcr_replay(vcr_cassette, client, args.runs))
     if len(fake.requests) != served:
         raise RuntimeError("a replay reached the fake provider")
@@ -210,7 +234,7 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider) -> Results
     recorded = best_of(args.repeat, live(fake, client, args.live_runs, work / "rec.json"))
     if args.profile:
         profile(blackbox_replay(cassette, client, args.runs))
-    return Results(args.runs, args.live_runs, ours, floor, vcr_time, cold_load, plain, recorded)
+    return Results(args.runs, args.live_runs, ours, floor, interception, vcr_time, cold_load, plain, recorded)
 
 
 def main() -> None:
@@ -243,12 +267,19 @@ def report(r: Results) -> None:
     """
     calls = r.runs * CALLS
     print(f"replay, {r.runs} runs x {CALLS} model calls (best batch):")
-    for name, total in (("blackbox replay", r.ours), ("floor (respx)", r.floor), ("vcrpy", r.vcr)):
+    variants = (
+        ("blackbox replay", r.ours),
+        ("floor (mock)", r.floor),
+        ("interception", r.interception),
+        ("vcrpy", r.vcr),
+    )
+    for name, total in variants:
         above = (total - r.floor) * 1e6 / calls
         print(
             f"  {name:<17} {total * 1e3:8.1f} ms  {total * 1e6 / calls:6.0f} µs/call  {above:+6.0f} vs floor"
         )
     print(ratio_line("blackbox / floor", r.ours / r.floor, TARGET_FLOOR, at_most=True))
+    print(f"  interception / floor {r.interception / r.floor:5.2f}x  (respx routing, no session)")
     print(ratio_line("vcrpy / blackbox", r.vcr / r.ours, TARGET_VCR, at_most=False))
     print(f"  vcrpy / floor     {r.vcr / r.floor:8.2f}x  (no replay tool can be faster than the floor)")
     print(f"  a cassette's first (cold) load: {r.cold_load * 1e3:.1f} ms; later sessions reuse the check")

@@ -3,10 +3,15 @@
 Users feel a replay tool as the time of their test suite, not of one call, so this script builds a
 suite and times whole ``pytest`` processes. The suite: 40 parametrized tests of an Anthropic-SDK
 agent, each making 3 model calls and 3 tool calls (``get_weather``, then ``get_time`` and
-``get_forecast`` in parallel, then the answer). It is run in three variants:
+``get_forecast`` in parallel, then the answer). It is run in four variants:
 
 - **floor**: the same tests with the client on an ``httpx2.MockTransport`` that returns prebuilt
   response bytes; no record/replay plugin is loaded;
+- **floor, SDK client**: the same, but the client is built as the replayed tests build it (the SDK's
+  default HTTP client, ``anthropic.DefaultHttpxClient``, whose real transport loads the system's CA
+  certificates, about 20 ms per client), and the ``MockTransport`` is mounted for every URL; the
+  difference from the floor is what building the SDK's client costs, which both replay plugins pay
+  because their tests build the client as users do;
 - **pytest-recording**: ``@pytest.mark.vcr`` replaying vcrpy cassettes, matching on method, path
   and body (``-p recording``);
 - **pytest-blackbox**: ``@pytest.mark.blackbox`` replaying Blackbox cassettes, strict, in CI
@@ -17,7 +22,13 @@ plugins (the framework extras bring some); the replay plugin a variant does not 
 ``--isolated`` turns plugin autoloading off instead (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``), so each
 variant loads only its own replay plugin: the same absolute overhead then shows as a larger ratio.
 
-All three are recorded first against the fake provider on 127.0.0.1 (the floor's bytes are captured
+Python caches compiled modules, as on a developer's machine: ``PYTHONDONTWRITEBYTECODE`` is removed
+from the runs' environment, and an untimed first round fills the caches. (pytest keeps its own,
+assertion-rewritten copy of every module of a pytest plugin's distribution: where that variable is
+set and no such copy exists yet, every run parses and rewrites them again, which costs about a second
+with the framework extras installed.)
+
+All variants are recorded first against the fake provider on 127.0.0.1 (the floor's bytes are captured
 from the same conversations), then timed interleaved, ``--repeat`` times each, and the median wall
 time of each variant is printed with the ratios. No replay may reach the fake provider: the script
 checks that it served nothing after recording.
@@ -41,10 +52,11 @@ from pathlib import Path
 from pytest_blackbox.testing import FakeProvider
 
 TARGET_FLOOR, TARGET_RECORDING = 1.15, 0.8
-VARIANTS = ("floor", "pytest-recording", "pytest-blackbox")
-#: The replay plugins each variant turns off: the floor runs with neither loaded.
+VARIANTS = ("floor", "floor-sdk-client", "pytest-recording", "pytest-blackbox")
+#: The replay plugins each variant turns off: the floors run with neither loaded.
 DISABLED = {
     "floor": ("-p", "no:blackbox", "-p", "no:recording"),
+    "floor-sdk-client": ("-p", "no:blackbox", "-p", "no:recording"),
     "pytest-recording": ("-p", "no:blackbox"),
     "pytest-blackbox": ("-p", "no:recording"),
     "capture": ("-p", "no:blackbox", "-p", "no:recording"),
@@ -52,6 +64,7 @@ DISABLED = {
 #: With ``--isolated``, plugin autoloading is off and each variant loads only its own plugin.
 ISOLATED = {
     "floor": (),
+    "floor-sdk-client": (),
     "pytest-recording": ("-p", "recording"),
     "pytest-blackbox": ("-p", "blackbox"),
     "capture": (),
@@ -147,19 +160,22 @@ def vcr_config():
 
 @pytest.fixture(scope="session")
 def floor_bodies():
-    return json.loads(BODIES.read_text()) if VARIANT == "floor" else {}
+    return json.loads(BODIES.read_text()) if VARIANT.startswith("floor") else {}
 
 
 @pytest.fixture
 def client(request, floor_bodies):
     city = request.node.callspec.params["city"]
-    if VARIANT == "floor":
+    if VARIANT.startswith("floor"):
         answers = iter(floor_bodies[city])
         headers = {"content-type": "application/json"}
         transport = httpx2.MockTransport(
             lambda req: httpx2.Response(200, content=next(answers).encode(), headers=headers)
         )
-        http_client = httpx2.Client(transport=transport)
+        if VARIANT == "floor":
+            http_client = httpx2.Client(transport=transport)
+        else:  # the SDK's own client, real transport built, every URL answered by the mock
+            http_client = anthropic.DefaultHttpxClient(mounts={"all://": transport})
         return anthropic.Anthropic(api_key="floor", base_url=BASE_URL, http_client=http_client)
     if VARIANT == "capture":
         captured = floor_bodies.setdefault(city, [])
@@ -232,6 +248,7 @@ def environment(variant: str, base_url: str, *, key: bool) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
     env.pop("CI", None)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if ISOLATE["on"]:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env["SUITE_VARIANT"] = variant
@@ -267,15 +284,20 @@ def record(root: Path, fake: FakeProvider, count: int) -> None:
 
 
 def measure(root: Path, fake: FakeProvider, repeat: int) -> dict[str, list[float]]:
-    """Interleaved runs, so a busy moment of the machine costs every variant alike."""
+    """Interleaved runs, so a busy moment of the machine costs every variant alike.
+
+    A first, untimed round fills the caches every later run finds (compiled modules, the OS's).
+    """
     served = len(fake.requests)
     times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
-    for _ in range(repeat):
+    for round_ in range(repeat + 1):
         for variant in VARIANTS:
             env = environment(variant, fake.base_url, key=False)
             if variant == "pytest-blackbox":
                 env["CI"] = "1"
-            times[variant].append(pytest_run(root, variant, env))
+            elapsed = pytest_run(root, variant, env)
+            if round_ > 0:
+                times[variant].append(elapsed)
     if len(fake.requests) != served:
         raise RuntimeError("a replay reached the fake provider")
     return times
@@ -283,20 +305,24 @@ def measure(root: Path, fake: FakeProvider, repeat: int) -> dict[str, list[float
 
 def report(times: dict[str, list[float]], count: int) -> None:
     medians = {variant: statistics.median(values) for variant, values in times.items()}
-    floor, recording, ours = (medians[v] for v in VARIANTS)
+    floor, sdk_floor, recording, ours = (medians[v] for v in VARIANTS)
     how = "only its own plugin" if ISOLATE["on"] else "installed plugins autoloaded"
     repeat = len(times["floor"])
     print(f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), median of {repeat}")
     for variant in VARIANTS:
         runs = ", ".join(f"{value:.2f}" for value in times[variant])
         extra = (medians[variant] - floor) * 1e3 / count
-        print(f"  {variant:<17} {medians[variant]:6.2f} s  ({extra:+6.1f} ms/test vs floor)  runs: {runs}")
+        print(f"  {variant:<18} {medians[variant]:6.2f} s  ({extra:+6.1f} ms/test vs floor)  runs: {runs}")
     for name, value, target in (
         ("blackbox / floor", ours / floor, TARGET_FLOOR),
         ("blackbox / pytest-recording", ours / recording, TARGET_RECORDING),
     ):
         print(f"  {name:<28} {value:5.2f}x  target <= {target}x  {'ok' if value <= target else 'MISSED'}")
     print(f"  pytest-recording / floor     {recording / floor:5.2f}x")
+    client = (sdk_floor - floor) * 1e3 / count
+    print(f"  building the SDK's client    {client:+5.1f} ms/test (both plugins' tests pay it)")
+    print(f"  blackbox / floor, SDK client {ours / sdk_floor:5.2f}x")
+    print(f"  recording / floor, SDK client {recording / sdk_floor:4.2f}x")
 
 
 def main() -> None:

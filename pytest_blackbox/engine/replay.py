@@ -15,12 +15,13 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference, render_value
+from ..analysis.verify import VerifyReport, verify_trace
 from ..errors import RecordedToolError, ReplayDivergenceError
 from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_trace
@@ -30,7 +31,7 @@ from .concurrency import AnswerIndex
 from .divergence import common_prefix, diverge
 from .options import Match
 from .rules import MatchRules
-from .tools import identical_json, same_json
+from .tools import identity_text, same_json
 
 __all__ = [
     "RecordedPair",
@@ -39,6 +40,7 @@ __all__ = [
     "ReplayCursor",
     "describe_outcome",
     "load_cassette",
+    "load_verified",
 ]
 
 REQUEST_HINT = (
@@ -75,6 +77,18 @@ def load_cassette(path: Path) -> Trace:
         if len(_CHECKED) > _CHECKED_MAX:
             _CHECKED.popitem(last=False)
     return trace
+
+
+def load_verified(path: Path, api_keys: Sequence[str] = ()) -> tuple[VerifyReport, Trace | None]:
+    """``blackbox verify`` of the cassette at ``path`` and, when every invariant passes, the trace it read.
+
+    A replay that must verify its cassette first (the pytest plugin) gets both from one read: the
+    schema, the hash chain, provider neutrality (``api_keys`` as in ``verify_trace``) and
+    replayability are checked once, on the very trace the session then replays (hand it to
+    ``Session(…, trace=…)``), so the file is neither parsed twice nor read again after its check.
+    """
+    report = verify_trace(path, api_keys=api_keys, keep_trace=True)
+    return report, report.trace if report.ok else None
 
 
 @dataclass
@@ -152,6 +166,8 @@ class ReplayCursor:
         #: The match rules, if any is set: without them a request is compared exactly as recorded.
         self.rules = rules if rules is not None and rules.active else None
         self._views: dict[RecordedTurn, Any] = {}
+        #: Each compared recorded call's ``identity_text``, so a request is encoded once, not twice.
+        self._identities: dict[RecordedTurn, str | None] = {}
         #: Whether every model call so far was the first unused one: only then can a replay go live.
         self.in_order = True
         self.last: RecordedTurn | None = None
@@ -355,9 +371,16 @@ class ReplayCursor:
         """Strict mode: the request must equal the recorded one (the first difference is named); the
         matcher, if set, must accept it in both modes."""
         view = self.view(actual)
-        if self.match == "strict" and not identical_json(self._view(turn), view):
+        if self.match == "strict" and not self._identical(turn, view):
             self._request_differs(turn, actual, view)
         self._judge(turn, actual)
+
+    def _identical(self, turn: RecordedTurn, view: Any) -> bool:
+        """``identical_json`` of a recorded call (as compared) and a request."""
+        if turn not in self._identities:
+            self._identities[turn] = identity_text(self._view(turn))
+        recorded = self._identities[turn]
+        return recorded is not None and recorded == identity_text(view)
 
     def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
         """The recorded call that answers this request; its round opens.
@@ -398,7 +421,7 @@ class ReplayCursor:
         following = self._first_unused()
         view = self.view(actual)
         if self.match == "strict":
-            if following is not None and identical_json(self._view(following), view):
+            if following is not None and self._identical(following, view):
                 turn: RecordedTurn | None = following
             else:
                 turn = self._equal_unused(view) or self._closest_or_diverge(actual, view)

@@ -68,8 +68,15 @@ class Session:
     """One agent run: ``off`` passes everything through, ``record`` writes a cassette, ``replay`` reads it."""
 
     def __init__(
-        self, options: SessionOptions, *, clock: Callable[[], int] = _now_ms, exit_net: bool = True
+        self,
+        options: SessionOptions,
+        *,
+        clock: Callable[[], int] = _now_ms,
+        exit_net: bool = True,
+        trace: Trace | None = None,
     ) -> None:
+        """``trace``: a replay's cassette, already read and checked (``replay.load_verified``); without
+        it, a replay reads and checks ``options.cassette`` itself."""
         self.options = options
         self.mode = options.mode
         self._clock = clock
@@ -92,11 +99,11 @@ class Session:
         self.report: RunReport | None = None
         #: Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did.
         self.went_live_at: int | None = None
-        self._prepare()
+        self._prepare(trace)
         if exit_net and self.mode in ("record", "replay", "fork"):
             exithooks.watch(self, self._end_by_exit)
 
-    def _prepare(self) -> None:
+    def _prepare(self, checked: Trace | None) -> None:
         if self.mode == "record":
             if self.options.out is None:
                 raise BlackboxUsageError("record mode needs an output path (out / BLACKBOX_OUT)")
@@ -105,7 +112,7 @@ class Session:
         elif self.mode == "replay":
             if self.options.cassette is None:
                 raise BlackboxUsageError("replay mode needs a cassette (cassette / BLACKBOX_CASSETTE)")
-            trace = load_cassette(self.options.cassette)
+            trace = checked if checked is not None else load_cassette(self.options.cassette)
             self._cursor = self._new_cursor(trace)
         elif self.mode == "fork":
             self._fork = SessionFork.prepare(self.options, self._secrets)

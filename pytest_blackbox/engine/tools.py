@@ -69,6 +69,14 @@ def _unbound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 _sorted_dumps = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
 
 
+def identity_text(value: Any) -> str | None:
+    """The text :func:`identical_json` compares (``None``: the value has no JSON form)."""
+    try:
+        return str(_sorted_dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def identical_json(a: Any, b: Any) -> bool:
     """A fast, sufficient test of canonical equality (the C encoder, no JavaScript number rules).
 
@@ -76,10 +84,8 @@ def identical_json(a: Any, b: Any) -> bool:
     converse does not hold (``1`` and ``1.0`` are canonically equal), so ``False`` only means "look
     closer". This keeps replaying a long conversation cheap: every request is compared whole.
     """
-    try:
-        return bool(_sorted_dumps(a) == _sorted_dumps(b))
-    except (TypeError, ValueError, RecursionError):
-        return False
+    text = identity_text(a)
+    return text is not None and text == identity_text(b)
 
 
 def same_json(a: Any, b: Any) -> bool:

@@ -6,6 +6,7 @@ docs/providers.md#streaming.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import zlib
 from collections.abc import Callable
@@ -13,7 +14,9 @@ from collections.abc import Callable
 __all__ = ["decode_body", "decode_prefix"]
 
 
+@functools.cache
 def _brotli_decompress() -> Callable[[bytes], bytes] | None:
+    """A brotli package's ``decompress``, looked for once (a failed import is not cheap)."""
     for module_name in ("brotli", "brotlicffi"):
         try:
             module = importlib.import_module(module_name)
@@ -49,6 +52,8 @@ def _codings(headers: list[tuple[str, str]]) -> list[str]:
 def decode_body(raw: bytes, headers: list[tuple[str, str]]) -> bytes:
     """Undo the body's content-encodings (last applied first); undecodable bodies come back raw."""
     codings = _codings(headers)
+    if not codings:
+        return raw
     decoders: dict[str, Callable[[bytes], bytes] | None] = {
         "gzip": _gunzip,
         "x-gzip": _gunzip,

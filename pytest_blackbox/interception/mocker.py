@@ -9,11 +9,14 @@ the user for an ``http_client``. See docs/engine.md#model-calls.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import pkgutil
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar
+from unittest import mock
 
 import httpx
 import respx
@@ -48,12 +51,36 @@ class InterceptorMocker(Mocker):
         cls.routers.insert(0, router)
 
     @classmethod
+    def start(cls) -> None:
+        """respx's start, with the target classes looked up once per process.
+
+        respx resolves each dotted target name at every start, importing each prefix of it, which
+        costs several times the patching itself; every replayed test starts the mocker once.
+        """
+        if cls._patches:
+            return
+        for owner in _classes(tuple(cls.targets)):
+            for method in cls.target_methods:
+                patch = mock.patch.object(owner, method, spec=True, new_callable=cls.mock)
+                try:
+                    patch.start()
+                except AttributeError:
+                    continue
+                cls._patches.append(patch)
+
+    @classmethod
     def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
         def _transport_for_url(client: Any, url: Any) -> InterceptTransport:
             lib = httpx if isinstance(client, (httpx.Client, httpx.AsyncClient)) else _httpx2()
             return InterceptTransport(spec(client, url), lib, _route_sync, _route_async)
 
         return _transport_for_url
+
+
+@functools.lru_cache(maxsize=4)
+def _classes(targets: tuple[str, ...]) -> list[Any]:
+    """The classes the dotted ``targets`` name (respx's ``add_targets`` may add to them)."""
+    return [pkgutil.resolve_name(target) for target in targets]
 
 
 def _httpx2() -> ModuleType:

@@ -5,12 +5,14 @@ about providers or cassettes. See docs/engine.md#model-calls.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
 import httpx
 import respx
+from respx.patterns import M, Pattern
 
 from . import aiohttp_guard
 from .handler import Forward, ModelHandler, ModelRequest, OtherHandler, OtherRequest, Reply, header_list
@@ -34,17 +36,27 @@ def _other_request(request: httpx.Request) -> OtherRequest:
 
 
 def _resolve(decision: Reply | Forward, request: httpx.Request) -> httpx.Response | httpx.Request:
-    """Turn a handler's decision into what a respx side effect returns (the request = pass through)."""
+    """Turn a handler's decision into what a respx side effect returns (the request = pass through).
+
+    The response names its request, so respx has no reason to copy it.
+    """
     if isinstance(decision, Reply):
-        return httpx.Response(decision.status, headers=decision.headers, content=decision.body)
+        return httpx.Response(
+            decision.status, headers=decision.headers, content=decision.body, request=request
+        )
     if isinstance(decision, Forward):
         return mark_forward(request, decision)
     raise TypeError(f"an interception handler must return Reply or Forward, not {type(decision).__name__}")
 
 
 class _Router(respx.MockRouter):
-    """A router that keeps no call history: every request of a long agent run carries the whole
-    conversation so far, and nobody reads these calls back."""
+    """A router that keeps no call history and no snapshots.
+
+    Every request of a long agent run carries the whole conversation so far, and nobody reads these
+    calls back. An interceptor's routes never change once built, so there is nothing for respx to
+    snapshot when the router starts or to roll back when it stops (each snapshot copies respx's call
+    lists, which are mocks and costly to make: a replayed test starts and stops one router).
+    """
 
     def record(
         self,
@@ -54,6 +66,29 @@ class _Router(respx.MockRouter):
         route: respx.Route | None = None,
     ) -> None:
         return None
+
+    def snapshot(self) -> None:
+        return None
+
+    def rollback(self) -> None:
+        return None
+
+
+class _Route(respx.Route):
+    """A route of an interceptor: it never changes once built, so it keeps no snapshots either."""
+
+    def snapshot(self) -> None:
+        return None
+
+    def rollback(self) -> None:
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _route_patterns(routes: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], list[tuple[str, Pattern]]]:
+    """The model paths as one expression, and each route's respx pattern: built once per process."""
+    model_paths = re.compile("|".join(f"(?:{path_regex})" for _, path_regex in routes))
+    return model_paths, [(name, M(method="POST", path__regex=path_regex)) for name, path_regex in routes]
 
 
 class Interceptor:
@@ -84,13 +119,12 @@ class Interceptor:
         self._on_model = on_model
         self._on_other = on_other
         self._active = False
-        self._model_paths = re.compile("|".join(f"(?:{path_regex})" for path_regex in routes.values()))
+        self._model_paths, patterns = _route_patterns(tuple(routes.items()))
         self._router = _Router(using=InterceptorMocker.name, assert_all_called=False, assert_all_mocked=True)
-        for route_name, path_regex in routes.items():
-            self._router.route(method="POST", path__regex=path_regex, name=route_name).mock(
-                side_effect=self._model_side_effect(route_name)
-            )
-        catch_all = self._router.route(name=_OTHER_ROUTE_NAME)
+        for route_name, pattern in patterns:
+            route = self._router.add(_Route(pattern), name=route_name)
+            route.mock(side_effect=self._model_side_effect(route_name))
+        catch_all = self._router.add(_Route(), name=_OTHER_ROUTE_NAME)
         if on_other is None:
             catch_all.pass_through()
         else:

@@ -39,14 +39,11 @@ _MAX_INDEX = 2**32 - 2
 # A number token in encoder output that the C encoder may spell differently from JavaScript.
 # ``repr`` and ``Number::toString`` pick the same shortest digits and agree on plain decimals; they
 # differ only on integral floats (``1.0`` vs ``1``), on exponent forms (Python switches below 1e-4,
-# JavaScript below 1e-6) and on integers of 16+ digits (beyond 2**53). Tokens follow "[", ":" or ","
-# (then whitespace, in indented output); a string that merely looks like one only costs the slow
-# path. A value that is itself a number is checked directly.
-_NUMBER_RISK = r"-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})"
-# Compact output has no whitespace around tokens, so JSON text embedded in strings by Python's
-# default ``json.dumps`` (which writes ": ") does not look like a number token there.
-_RISKY_COMPACT = re.compile(r"[:,\[]" + _NUMBER_RISK)
-_RISKY_PRETTY = re.compile(r"[:,\[]\s*" + _NUMBER_RISK)
+# JavaScript below 1e-6) and on integers of 16+ digits (beyond 2**53). Tokens follow "[", ":" or ",";
+# a string that merely looks like one only costs a look at the value. A value that is itself a
+# number is checked directly. Compact output has no whitespace around tokens, so JSON text embedded
+# in strings by Python's default ``json.dumps`` (which writes ": ") does not look like one there.
+_RISKY_COMPACT = re.compile(r"[:,\[]-?(?:\d+\.0(?!\d)|\d+(?:\.\d+)?[eE]|\d{16,})")
 # Surrogates need escaping; astral characters sort differently in UTF-16 when they are in keys.
 _RISKY_CHAR = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -248,39 +245,100 @@ def _needs_slow(value: Any) -> bool:
     return False
 
 
-def _trusted(text: str, value: Any, numbers: re.Pattern[str] | None) -> bool:
-    """Whether the C encoder's ``text`` for ``value`` is the JavaScript text.
+def _suspicious(text: str, numbers: re.Pattern[str] | None) -> bool:
+    """A cheap scan of the C encoder's ``text``: could any of it differ from the JavaScript text?
 
     ``numbers`` is the scan for suspicious number tokens, or ``None`` when the caller knows every
-    number in ``value`` is spelled alike by both (see :func:`canonical_json`).
+    number is spelled alike by both (see :func:`canonical_json`).
     """
-    suspicious = (numbers is not None and (numbers.search(text) or text[:1] in "-0123456789")) or (
-        not text.isascii() and _RISKY_CHAR.search(text)
+    return bool(
+        (numbers is not None and (numbers.search(text) or text[:1] in "-0123456789"))
+        or (not text.isascii() and _RISKY_CHAR.search(text))
     )
-    return not suspicious or not _needs_slow(value)
 
 
-def _js_ordered(value: Any) -> Any:
-    """``value`` with every object's keys in JavaScript's order (containers copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {key: _js_ordered(value[key]) for key in js_keys(value)}
-    if isinstance(value, list):
-        return [_js_ordered(item) for item in value]
-    return value
+#: What :func:`_as_javascript_writes` returns for a value only the reference encoder writes right.
+_UNSAFE: Any = object()
 
 
-def _insertion_order(value: Any, encode: Any, numbers: re.Pattern[str], indent: str | None) -> str:
-    """JavaScript's text for an unsorted encoder: C output when provably identical, else the reference."""
+def _as_javascript_writes(value: Any, order_keys: bool) -> Any:
+    """``value`` ready for the C encoder to write it as JavaScript does, or ``_UNSAFE``.
+
+    Every integral float within ±2**53 becomes the integer JavaScript writes for it (tool results
+    are full of ``21.0``) and, with ``order_keys``, every object with array-index keys is rebuilt in
+    JavaScript's key order. Containers are copied only where something changed. ``_UNSAFE`` when
+    anything else in it is spelled unlike JavaScript by the C encoder (see :func:`_needs_slow`).
+    """
+    kind = type(value)
+    if kind is float:
+        if value.is_integer() and abs(value) <= _SAFE:
+            return int(value)  # -0.0 too: JavaScript writes it as 0
+        return _UNSAFE if _risky_number(value) else value
+    if kind is dict:
+        copied: dict[str, Any] | None = None
+        for key, child in value.items():
+            if type(key) is not str or _risky_string(key, key=True):
+                return _UNSAFE
+            new = _as_javascript_writes(child, order_keys)
+            if new is _UNSAFE:
+                return _UNSAFE
+            if new is not child:
+                copied = dict(value) if copied is None else copied
+                copied[key] = new
+        ready = value if copied is None else copied
+        if order_keys and any(key[:1].isdigit() and is_array_index(key) for key in ready):
+            return {key: ready[key] for key in js_keys(ready)}
+        return ready
+    if kind is list:
+        items: list[Any] | None = None
+        for position, child in enumerate(value):
+            new = _as_javascript_writes(child, order_keys)
+            if new is _UNSAFE:
+                return _UNSAFE
+            if new is not child:
+                items = list(value) if items is None else items
+                items[position] = new
+        return value if items is None else items
+    if kind is str:
+        return _UNSAFE if _risky_string(value, key=False) else value
+    if kind is int:
+        return _UNSAFE if _risky_number(value) else value
+    if value is None or kind is bool:
+        return value
+    return _UNSAFE
+
+
+def _prepared(value: Any, encode: Any, indent: str | None, *, sort: bool) -> str:
+    """The encoder's text of ``value`` made ready for it (:func:`_as_javascript_writes`), or the
+    reference encoder's text when it cannot be."""
     try:
-        text = encode(value)
-        if _INDEX_KEY.search(text):
-            value = _js_ordered(value)
-            text = encode(value)
+        ready = _as_javascript_writes(value, order_keys=not sort)
+        if ready is not _UNSAFE:
+            return str(encode(ready))
     except (ValueError, TypeError, RecursionError):
-        text = None
-    if text is not None and _trusted(text, value, numbers):
-        return str(text)
-    return _slow(value, indent, sort=False)
+        pass
+    return _slow(value, indent, sort=sort)
+
+
+def _checked(text: str, value: Any, numbers: re.Pattern[str] | None, encode: Any, *, sort: bool) -> str:
+    """The C encoder's ``text`` when it is provably the JavaScript text, else the exact text.
+
+    A false alarm of the scan (mostly JSON text inside strings) is cleared by one look at the value.
+    """
+    if not _suspicious(text, numbers) or not _needs_slow(value):
+        return text
+    return _prepared(value, encode, None, sort=sort)
+
+
+def _insertion_order(value: Any, encode: Any, numbers: re.Pattern[str]) -> str:
+    """JavaScript's text for the unsorted C encoder: its output when provably identical, else exact."""
+    try:
+        text = str(encode(value))
+    except (ValueError, TypeError, RecursionError):
+        return _slow(value, None, sort=False)
+    if _INDEX_KEY.search(text):
+        return _prepared(value, encode, None, sort=False)
+    return _checked(text, value, numbers, encode, sort=False)
 
 
 def canonical_json(value: Any, *, exact_numbers: bool = False) -> str:
@@ -293,20 +351,22 @@ def canonical_json(value: Any, *, exact_numbers: bool = False) -> str:
     try:
         text = _fast_canonical(value)
     except (ValueError, TypeError, RecursionError):
-        text = None
-    if text is not None and _trusted(text, value, None if exact_numbers else _RISKY_COMPACT):
-        return text
-    return _slow(value, None, sort=True)
+        return _slow(value, None, sort=True)
+    return _checked(text, value, None if exact_numbers else _RISKY_COMPACT, _fast_canonical, sort=True)
 
 
 def js_stringify(value: Any) -> str:
     """``JSON.stringify(value)``: compact, keys in JavaScript's order."""
-    return _insertion_order(value, _fast_compact, _RISKY_COMPACT, None)
+    return _insertion_order(value, _fast_compact, _RISKY_COMPACT)
 
 
 def pretty_json(value: Any) -> str:
-    """``JSON.stringify(value, null, 2)``: two spaces, keys in JavaScript's order, raw non-ASCII."""
-    return _insertion_order(value, _fast_pretty, _RISKY_PRETTY, "  ")
+    """``JSON.stringify(value, null, 2)``: two spaces, keys in JavaScript's order, raw non-ASCII.
+
+    ``json`` indents in pure Python, which costs many times its C encoder: the value is made ready
+    first (one walk), so the indented text is written once and needs no scan afterwards.
+    """
+    return _prepared(value, _fast_pretty, "  ", sort=False)
 
 
 def json_pieces(value: Any) -> Iterator[str]:

@@ -221,6 +221,34 @@ def test_js_stringify_matches_the_reference(value: Any) -> None:
     assert "".join(json_pieces(value)) == ref_json(value, sort=False)
 
 
+#: Tool results are full of integral floats (``21.0``), which the C encoder spells unlike JavaScript.
+integral_floats = st.one_of(st.integers(-(2**53), 2**53).map(float), st.sampled_from([0.0, -0.0, 2.0**53]))
+float_heavy_values = st.recursive(
+    st.one_of(integral_floats, numbers, st.text(max_size=6), st.none()),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(key_text, children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(float_heavy_values)
+def test_integral_floats_are_written_as_javascript_does_by_every_writer(value: Any) -> None:
+    assert canonical_json(value) == ref_json(value)
+    assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+    assert js_stringify(value) == ref_json(value, sort=False)
+
+
+def test_a_value_with_integral_floats_keeps_its_own_floats() -> None:
+    """The writers encode a copy with integers in their place; the value handed in is not changed."""
+    value: dict[str, Any] = {"n": [1.0, {"t": -0.0}], "x": 0.5}
+    assert canonical_json(value) == '{"n":[1,{"t":0}],"x":0.5}'
+    assert pretty_json(value) == '{\n  "n": [\n    1,\n    {\n      "t": 0\n    }\n  ],\n  "x": 0.5\n}'
+    assert value == {"n": [1.0, {"t": -0.0}], "x": 0.5}
+    assert type(value["n"][0]) is float
+
+
 @settings(max_examples=500, deadline=None)
 @given(numbers)
 def test_js_number_matches_the_reference(value: float) -> None:

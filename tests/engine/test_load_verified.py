@@ -1,0 +1,113 @@
+"""``load_verified``: a cassette verified and loaded in one read, and a replay of the very trace checked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.engine.options import SessionOptions
+from pytest_blackbox.engine.replay import load_verified
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.testing import FakeProvider
+from pytest_blackbox.trace.io import load_trace
+from tests.agents.travel import FINAL, WEATHER, Run, ToolBox, run_agent, script
+from tests.conftest import NetworkGuard
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, network_guard: NetworkGuard) -> Callable[[], list[str]]:
+    """For a replay: only the placeholder key (what the plugin sets when none is) and no connections."""
+
+    def go_offline() -> list[str]:
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+            monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+        return network_guard.block()
+
+    return go_offline
+
+
+def test_a_good_cassette_gives_the_verify_report_and_the_trace_load_trace_reads(
+    recorded: tuple[Path, Run, str],
+) -> None:
+    path, _, _ = recorded
+    report, trace = load_verified(path)
+    assert report == verify_trace(path)
+    assert report.ok
+    assert trace == load_trace(path)
+    assert list(trace) == list(load_trace(path))  # the members in the file's order
+
+
+def test_a_replay_of_the_checked_trace_reads_the_file_no_more(
+    recorded: tuple[Path, Run, str],
+    fake_provider: FakeProvider,
+    flavor: tuple[str, bool],
+    offline: Callable[[], list[str]],
+) -> None:
+    """The session replays what was verified: overwriting the file afterwards changes nothing."""
+    path, _, root = recorded
+    seen = len(fake_provider.requests)
+    fake_provider.stop()
+    _, trace = load_verified(path)
+    assert trace is not None
+    path.write_text("not a cassette", encoding="utf-8")
+    attempts = offline()
+    with Session(SessionOptions(mode="replay", cassette=path), exit_net=False, trace=trace) as session:
+        run = run_agent(flavor, root, session=session)
+    assert run.answer == FINAL
+    assert run.box.calls == []
+    assert attempts == []
+    assert len(fake_provider.requests) == seen == 3
+    assert session.report is not None
+    assert (session.report.status, session.report.replayed_steps) == ("success", 13)
+
+
+def edit_step(path: Path, index: int, field: str, value: object) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["steps"][index]["payload"][field] = value
+    path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+
+
+@pytest.mark.parametrize("flavor", [("anthropic", False)], indirect=True)
+def test_an_edited_cassette_gives_its_failing_report_and_no_trace(recorded: tuple[Path, Run, str]) -> None:
+    path, _, _ = recorded
+    edit_step(path, 3, "result", {"city": "Paris", "tempC": 99})
+    report, trace = load_verified(path)
+    assert trace is None
+    assert report == verify_trace(path)
+    assert report.first_failure is not None
+    assert (report.first_failure.name, report.first_failure.step_index) == ("hash_chain", 3)
+
+
+def test_a_cassette_holding_a_given_key_gives_no_trace(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    """Provider neutrality looks for the keys given, as ``verify --api-key`` does; none is echoed."""
+    key = "tok-7f3c9e-a-key-the-recording-did-not-know-of"
+    flavor = ("anthropic", False)
+    script(fake_provider, flavor[0])
+    path = tmp_path / "leak.json"
+    box = ToolBox({**WEATHER, "Paris": {"note": f"key {key}"}})
+    run_agent(flavor, fake_provider, box=box, session_options={"mode": "record", "out": path})
+    assert load_verified(path)[1] is not None
+    report, trace = load_verified(path, api_keys=[key])
+    assert trace is None
+    assert report == verify_trace(path, api_keys=[key])
+    assert report.first_failure is not None
+    assert report.first_failure.name == "provider_neutrality"
+    assert key not in json.dumps(report.to_json())
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"\xff\xfe", b"[]"])
+def test_an_unreadable_cassette_fails_schema_version_and_gives_no_trace(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    report, trace = load_verified(path)
+    assert trace is None
+    assert report == verify_trace(path)
+    assert report.first_failure is not None
+    assert report.first_failure.name == "schema_version"
