@@ -20,11 +20,12 @@ from typing import Literal
 
 import pytest
 
-from ..analysis.verify import ACTIONS, VerifyReport, render_row, verify_trace
+from ..analysis.verify import ACTIONS, VerifyReport, render_row
 from ..engine.fork import SessionFork, fork_options_for
 from ..engine.keys import environment_keys, set_placeholder_keys
 from ..engine.launched import write_report
 from ..engine.options import SessionOptions
+from ..engine.replay import load_verified
 from ..engine.session import Session
 from ..errors import (
     BlackboxError,
@@ -33,7 +34,8 @@ from ..errors import (
     OfflineRequestError,
     ReplayDivergenceError,
 )
-from ..trace.io import load_trace
+from ..trace.io import load_trace, move_into_place
+from ..trace.model import Trace
 from .config import Settings, rerecord_command
 from .paths import pending_owner, pending_path, trace_id_for
 from .report import short_report, shown_path
@@ -82,8 +84,10 @@ def _match_hint(message: str) -> str:
 class CassetteSession(Session):
     """The ``blackbox`` fixture: the test's session, plus where its cassette is and its record mode."""
 
-    def __init__(self, options: SessionOptions, *, cassette_path: Path, record_mode: str) -> None:
-        super().__init__(options, exit_net=False)
+    def __init__(
+        self, options: SessionOptions, *, cassette_path: Path, record_mode: str, trace: Trace | None = None
+    ) -> None:
+        super().__init__(options, exit_net=False, trace=trace)
         #: The test's cassette file (it may not exist yet, and in live mode it is never read or written).
         self.cassette_path = cassette_path
         #: The record mode that applies to this test (``none``, ``once``, ``new_episodes``, ``all``,
@@ -183,12 +187,13 @@ class TestRun:
         mode = self._session_mode()
         if mode is None or (self._writes(mode) and not self._writable()):
             return
-        if mode == "replay" and not self._verified():
+        trace = self._verified() if mode == "replay" else None
+        if mode == "replay" and trace is None:
             return
         if mode == "replay":
             self._set_placeholder_keys()
         try:
-            session = self.session = self._new_session(self._options(mode))
+            session = self.session = self._new_session(self._options(mode), trace)
             session.start()
         except (BlackboxError, OSError) as exc:
             self._drop_pending()
@@ -197,8 +202,10 @@ class TestRun:
         if session.mode == "replay" and session.options.on_divergence == "fail":
             self.guard = SocketGuard(self.settings.allowed_hosts, self._connection_refused).start()
 
-    def _new_session(self, options: SessionOptions) -> CassetteSession:
-        return CassetteSession(options, cassette_path=self.cassette, record_mode=self.settings.record_mode)
+    def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:
+        return CassetteSession(
+            options, cassette_path=self.cassette, record_mode=self.settings.record_mode, trace=trace
+        )
 
     def _start_fork(self, options: SessionOptions) -> None:
         """Fork this test's cassette: every fork check first, then a session writing a pending file."""
@@ -319,14 +326,14 @@ class TestRun:
             return False
         return True
 
-    def _verified(self) -> bool:
-        """Replay only a cassette that passes ``blackbox verify``; otherwise say which invariant failed."""
+    def _verified(self) -> Trace | None:
+        """The cassette's trace, read and checked once, if it passes ``blackbox verify``; otherwise
+        ``None``, and the test fails saying which invariant failed."""
         keys = list(environment_keys(os.environ).values())
-        report = verify_trace(self.cassette, api_keys=keys)
-        if report.ok:
-            return True
-        self._refuse("invalid", self._verify_text(report))
-        return False
+        report, trace = load_verified(self.cassette, api_keys=keys)
+        if trace is None:
+            self._refuse("invalid", self._verify_text(report))
+        return trace
 
     def _verify_text(self, report: VerifyReport) -> str:
         failure = report.first_failure
@@ -455,7 +462,7 @@ class TestRun:
                 self.outcome = "unchanged"
                 return None
         try:
-            os.replace(pending, target)
+            move_into_place(pending, target)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             return CassetteError(f"could not write {self.shown_path(target)}: {reason}")

@@ -33,7 +33,16 @@ from .errors import (
 from .model import CURRENT_TRACE_VERSION, Trace
 from .schema import validate_schema
 
-__all__ = ["dumps_trace", "load_trace", "parse_json", "parse_trace", "read_text", "save_trace"]
+__all__ = [
+    "dumps_trace",
+    "load_trace",
+    "move_into_place",
+    "parse_json",
+    "parse_trace",
+    "read_text",
+    "same_file",
+    "save_trace",
+]
 
 #: 2**53: beyond it a double skips integers, so JavaScript would silently round them.
 _SAFE = 9007199254740992
@@ -410,6 +419,16 @@ def _write_replacing(target: str, data: bytes) -> None:
         raise
     _fsync_directory(directory)
     _remove_stale_temps(directory, os.path.basename(target))
+
+
+def move_into_place(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Rename a finished file (a pending recording) over ``target``, durably: the rename is ``fsync``ed.
+
+    ``source`` must be complete and in the same directory; after a crash the target is either the
+    previous file or the new one.
+    """
+    os.replace(source, target)
+    _fsync_directory(os.path.dirname(os.fspath(target)) or ".")
 
 
 def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:

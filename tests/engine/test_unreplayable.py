@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import openai
 import pytest
 from google import genai
@@ -37,6 +38,25 @@ def client(sdk: str, is_async: bool, fake: FakeProvider, max_retries: int = 0) -
         return kind(base_url=fake.anthropic_base_url, max_retries=max_retries)
     kind = openai.AsyncOpenAI if is_async else openai.OpenAI
     return kind(base_url=fake.openai_base_url, max_retries=max_retries)
+
+
+#: A provider that is not on this machine: a replay refuses what is sent there (loopback it sends on).
+REMOTE = "https://api.example.com"
+
+
+def remote_client(sdk: str, is_async: bool) -> Any:
+    """An SDK client of :data:`REMOTE`; its answers come from a mock transport, beneath the interception."""
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={"input_tokens": 3, "object": "list", "data": []})
+
+    transport = httpx2.MockTransport(answer)
+    http = httpx2.AsyncClient(transport=transport) if is_async else httpx2.Client(transport=transport)
+    if sdk == "anthropic":
+        kind: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        return kind(base_url=REMOTE, http_client=http, max_retries=0)
+    kind = openai.AsyncOpenAI if is_async else openai.OpenAI
+    return kind(base_url=REMOTE + "/v1", http_client=http, max_retries=0)
 
 
 async def ask(sdk: str, api: Any, text: str = "hi", model: str | None = None) -> str:
@@ -221,13 +241,13 @@ def test_a_failed_call_nothing_retried_refuses_the_cassette(
 
 
 def test_a_request_that_is_not_a_model_call_is_warned_about_while_recording(
-    fake_provider: FakeProvider, flavor: tuple[str, bool], tmp_path: Path
+    flavor: tuple[str, bool], tmp_path: Path
 ) -> None:
-    """``messages.count_tokens`` / ``models.list``: sent while recording, refused in a replay."""
+    """``messages.count_tokens`` / ``models.list`` to a remote host: sent while recording, refused in a
+    replay (no warning for loopback, which a replay sends on)."""
     sdk, is_async = flavor
-    fake_provider.respond_with(lambda path, body: (200, {"input_tokens": 3, "object": "list", "data": []}))
     session = blackbox(mode="record", out=tmp_path / "run.json")
-    api = client(sdk, is_async, fake_provider)
+    api = remote_client(sdk, is_async)
 
     async def other_call() -> Any:
         if sdk == "anthropic":
@@ -239,7 +259,7 @@ def test_a_request_that_is_not_a_model_call_is_warned_about_while_recording(
         asyncio.run(other_call())
     method, path = ("POST", "/v1/messages/count_tokens") if sdk == "anthropic" else ("GET", "/v1/models")
     assert [str(w.message) for w in warned] == [
-        f"record mode: {method} {fake_provider.base_url}{path} is not a model call, so a replay cannot "
+        f"record mode: {method} {REMOTE}{path} is not a model call, so a replay cannot "
         "answer it (it would need the network, and is refused there). Make it inside a wrapped tool (a "
         "replay returns the tool's recorded result without running it), or skip it when the session "
         "replays."

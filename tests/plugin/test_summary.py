@@ -122,7 +122,7 @@ def test_missing(blackbox):
 @pytest.mark.blackbox
 def test_fetch(blackbox):
     if os.environ.get("FETCH"):
-        httpx.get("http://127.0.0.1:9/status")
+        httpx.get("http://status.example.com/status")
     blackbox.finish(result="fetched")
 """
 
