@@ -2,9 +2,9 @@
 
 It owns the run's lifecycle and dispatches each intercepted call by mode: to the recording buffer
 (``recording``), the replay cursor (``replay``) or the fork (``fork``); how a run ends is
-``ending``. Errors never cross the SDK boundary as exceptions (the SDKs would retry or wrap them):
-the agent gets an HTTP 400 in the provider's error shape with a ``[blackbox]`` message, the first
-typed error is kept, and ``finish()`` raises it.
+``ending`` (the ``Ending`` half the session inherits). Errors never cross the SDK boundary as
+exceptions (the SDKs would retry or wrap them): the agent gets an HTTP 400 in the provider's error
+shape with a ``[blackbox]`` message, the first typed error is kept, and ``finish()`` raises it.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Any, TypeVar
 from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
-from ..trace.model import Terminal, Trace, TraceStep
+from ..trace.model import Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
-from . import ending, exithooks, launched
+from . import exithooks, launched
 from .concurrency import inside_tool, last_call, note_call, running_tool
-from .ending import RunReport, check_finish_arguments, exit_refusal, exit_terminal, terminal_payload
+from .ending import Ending, RunReport, check_finish_arguments
 from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
@@ -64,7 +64,7 @@ def _clean(error: BaseException) -> BaseException:
     return error.with_traceback(None)
 
 
-class Session:
+class Session(Ending):
     """One agent run: ``off`` passes everything through, ``record`` writes a cassette, ``replay`` reads it."""
 
     def __init__(
@@ -392,99 +392,6 @@ class Session:
                 return self._reported(lambda: self._finish(result, error), keep_error=False)
         except BlackboxError as exc:
             raise _clean(exc) from None
-
-    def _reported(self, end: Callable[[], RunReport], *, keep_error: bool) -> RunReport:
-        """Run ``end`` and tell the launcher how it went (when it asked for a report)."""
-        try:
-            report = end()
-        except BaseException as exc:
-            self._write_report(self._fail(exc) if keep_error and isinstance(exc, BlackboxError) else exc)
-            raise
-        self._write_report(self._first_error)
-        return report
-
-    def _finish(self, result: Any, error: Any) -> RunReport:
-        running = self._recording.running if self._recording is not None else 0
-        if running:
-            raise BlackboxUsageError(
-                f"finish() was called while {running} wrapped call(s) were still running; await every model "
-                "call and tool call before finish(). Nothing was written, and later calls on this session "
-                "are refused."
-            )
-        if self._first_error is not None:
-            raise self._first_error
-        if self._fork is not None:
-            self._fork.check_end()
-        if self.mode == "record":
-            return self._write(partial(terminal_payload, result, error, mask=self._mask))
-        if self.mode == "replay":
-            return self._check_replay(result, error)
-        return RunReport(mode="off", path=None, steps=0, status="incomplete")
-
-    def _write(self, terminal_of: Callable[[list[TraceStep]], Terminal | None]) -> RunReport:
-        """Write the cassette, ending with the terminal step ``terminal_of(steps)`` (if any)."""
-        # a replay gone live re-records its own cassette (the plugin hands it a private copy)
-        out = self.options.out if self.options.mode in ("record", "fork") else self.options.cassette
-        assert self._recording is not None and out is not None
-        mode = "fork" if self._fork is not None else "record"  # a fork records from its fork point on
-        self.report = ending.write_cassette(
-            self._recording,
-            out,
-            terminal_of,
-            mode=mode,
-            secrets=self._secrets,
-            mask=self._mask,
-            keep=self._fail,
-        )
-        return self.report
-
-    def _check_replay(self, result: Any, error: Any) -> RunReport:
-        assert self._cursor is not None
-        try:
-            self.report = ending.check_replay(
-                self._cursor, self.options.cassette, result, error, self._mask, self._redacted
-            )
-        except ReplayDivergenceError as exc:
-            try:
-                self._go_live_or_raise(exc)
-            except ReplayDivergenceError:
-                raise self._fail(exc) from None
-            return self._write(partial(terminal_payload, result, error, mask=self._mask))
-        return self.report
-
-    def _end_by_exit(self, exit_code: int) -> None:
-        """End an unfinished run as the process ends (see ``exithooks``).
-
-        A recording is written with the terminal step that says how the process ended. A replay is
-        checked as ``finish()`` would check it, so the launcher can still report a divergence (or a
-        pass) for a program that never called ``finish()``.
-        """
-        with self._lock:
-            if self._finished or self.mode not in ("record", "replay", "fork"):
-                return
-            self._ended_by_exit = True
-            self._end()
-            self._reported(lambda: self._exit(exit_code), keep_error=True)
-
-    def _exit(self, exit_code: int) -> RunReport:
-        if self._first_error is not None:
-            raise self._first_error  # as finish() would: nothing unfaithful is written
-        if self.mode == "fork":
-            assert self._fork is not None
-            self._fork.check_end()  # the fork point was never reached: this raises
-        running = self._recording.running if self._recording is not None else 0
-        if self.mode != "replay":
-            return self._write(partial(exit_terminal, exit_code, running, mask=self._mask))
-        problem = exit_refusal(exit_code, running)
-        if problem is not None:
-            raise problem
-        return self._check_replay(_UNSET, _UNSET)
-
-    def _write_report(self, error: BaseException | None) -> None:
-        """The JSON status report the ``blackbox`` launcher reads (only when it asked for one)."""
-        if self.options.report_path is not None:
-            data = ending.launcher_report(self.report, self.mode, error, self._mask)
-            launched.write_report(self.options.report_path, data)
 
 
 #: Sessions whose interception is on; finished ones stay here until stopped.
