@@ -13,6 +13,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,9 @@ from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 
 from pytest_blackbox.engine.session import Session
-from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import (
-    CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
@@ -49,6 +48,7 @@ from .conftest import (
     step_types,
     tool_results,
 )
+from .contract import Recording, fails_strictly, record, replays_offline
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -153,12 +153,6 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     return run_sync(flavor, model, by_name, messages)
 
 
-@dataclass
-class Recording:
-    path: Path
-    root: str
-
-
 @pytest.fixture(params=FLAVORS)
 def flavor(request: pytest.FixtureRequest) -> Flavor:
     result: Flavor = request.param
@@ -171,18 +165,13 @@ def recorded(
 ) -> Recording:
     """The conversation recorded against the fake, which is then stopped: a replay has no server."""
     flavor.script(fake_provider)
-    path = tmp_path / "langchain.json"
-    tools = TravelTools()
-    bb = sessions(mode="record", out=path)
-    answer = run(flavor, fake_provider.base_url, bb, tools)
-    bb.finish(result=answer)
+    recording, answer, tools = record(
+        fake_provider, tmp_path / "langchain.json", sessions, partial(run, flavor)
+    )
     assert answer == FINAL
     assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
-    assert fake_provider.pending == 0
     assert [bool(r.json.get("stream")) for r in fake_provider.requests] == [flavor.streamed] * 2
-    root = fake_provider.base_url
-    fake_provider.stop()
-    return Recording(path, root)
+    return recording
 
 
 def test_the_recording_holds_the_whole_run(recorded: Recording) -> None:
@@ -222,36 +211,14 @@ def test_the_tool_results_go_back_to_the_model(recorded: Recording) -> None:
 def test_replay_is_offline_and_runs_no_tool(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = network_guard.block()
-    tools = TravelTools()
-    bb = sessions(mode="replay", cassette=recorded.path)
-    answer = run(flavor, recorded.root, bb, tools)
-    report = bb.finish(result=answer)
-    assert answer == FINAL
-    assert tools.calls == []
-    assert attempts == []
-    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 9, 9)
+    replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
 
 
 def test_strict_replay_fails_on_changed_instructions(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    """LangChain raises the SDK's own error for the 400 that carries the divergence."""
-    network_guard.block()
-    tools = TravelTools()
-    bb = sessions(mode="replay", cassette=recorded.path)
-    expected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
-    with pytest.raises(expected) as rejected:
-        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
-    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
-    error = bb.error
-    assert isinstance(error, ReplayDivergenceError)
-    assert (error.step_index, error.path) == (0, "systemPrompt")
-    assert (error.expected, error.actual) == (json.dumps(INSTRUCTIONS), json.dumps(CHANGED_INSTRUCTIONS))
-    assert tools.calls == []
-    with pytest.raises(ReplayDivergenceError) as finished:
-        bb.finish()
-    assert finished.value is error
+    rejected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
+    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
 
 
 #: A user's test file: the plugin's ``blackbox`` fixture, and ChatAnthropic reading ANTHROPIC_BASE_URL

@@ -9,9 +9,9 @@ below prove. The model's client is pointed at the fake provider through pydantic
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,11 @@ from pydantic_ai.providers.anthropic import AnthropicProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from pytest_blackbox.engine.session import Session
-from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
+from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests.conftest import NetworkGuard
 
 from .conftest import (
-    CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
@@ -46,6 +45,7 @@ from .conftest import (
     step_types,
     tool_results,
 )
+from .contract import Recording, fails_strictly, record, replays_offline
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -158,12 +158,6 @@ def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions
     return output
 
 
-@dataclass
-class Recording:
-    path: Path
-    root: str
-
-
 @pytest.fixture(params=FLAVORS)
 def flavor(request: pytest.FixtureRequest) -> Flavor:
     result: Flavor = request.param
@@ -176,18 +170,13 @@ def recorded(
 ) -> Recording:
     """The conversation recorded against the fake, which is then stopped: a replay has no server."""
     flavor.script(fake_provider)
-    path = tmp_path / "pydantic_ai.json"
-    tools = TravelTools()
-    bb = sessions(mode="record", out=path)
-    answer = run(flavor, fake_provider.base_url, bb, tools)
-    bb.finish(result=answer)
+    recording, answer, tools = record(
+        fake_provider, tmp_path / "pydantic_ai.json", sessions, partial(run, flavor)
+    )
     assert answer == FINAL
     assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
-    assert fake_provider.pending == 0
     assert [request.json["stream"] for request in fake_provider.requests] == [flavor.streamed] * 2
-    root = fake_provider.base_url
-    fake_provider.stop()
-    return Recording(path, root)
+    return recording
 
 
 def test_the_recording_holds_the_whole_run(recorded: Recording, flavor: Flavor) -> None:
@@ -229,34 +218,14 @@ def test_the_tool_results_go_back_to_the_model(recorded: Recording, flavor: Flav
 def test_replay_is_offline_and_runs_no_tool(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    attempts = network_guard.block()
-    tools = TravelTools()
-    bb = sessions(mode="replay", cassette=recorded.path)
-    answer = run(flavor, recorded.root, bb, tools)
-    report = bb.finish(result=answer)
-    assert answer == FINAL
-    assert tools.calls == []
-    assert attempts == []
-    assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 9, 9)
+    replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
 
 
 def test_strict_replay_fails_on_changed_instructions(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    network_guard.block()
-    tools = TravelTools()
-    bb = sessions(mode="replay", cassette=recorded.path)
-    with pytest.raises(ModelRequestRejectedError) as rejected:
-        run(flavor, recorded.root, bb, tools, instructions=CHANGED_INSTRUCTIONS)
-    assert "[blackbox] replay diverged at step 0, systemPrompt" in str(rejected.value)
-    error = bb.error
-    assert isinstance(error, ReplayDivergenceError)
-    assert (error.step_index, error.path) == (0, "systemPrompt")
-    assert (error.expected, error.actual) == (json.dumps(INSTRUCTIONS), json.dumps(CHANGED_INSTRUCTIONS))
-    assert tools.calls == []
-    with pytest.raises(ReplayDivergenceError) as finished:
-        bb.finish()
-    assert finished.value is error
+    rejected = ModelRequestRejectedError
+    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
 
 
 #: A user's test file: the pytest plugin's ``blackbox`` fixture, and pydantic-ai's model string; the SDK
