@@ -31,6 +31,14 @@ _RESERVED = {
 }
 
 
+def shared_cassette_advice(whom: str) -> str:
+    """What to do when two tests derive one cassette path (said in the failure and in the summary)."""
+    return (
+        f"each test needs a cassette of its own: give {whom} another cassette_dir, or name its "
+        "cassette with cassette= (tests may share a cassette only when they name it)"
+    )
+
+
 def _digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
 

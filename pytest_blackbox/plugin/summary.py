@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .paths import shared_cassette_advice
+
 if TYPE_CHECKING:
     from .testrun import TestRun
 
@@ -79,6 +81,9 @@ class Summary:
     used: set[str] = field(default_factory=set)
     claimed: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
+    #: Cassette path → the tests that derived it and used it (identity → node id). Two tests on one
+    #: worker never get there (the second fails at set-up); two on different xdist workers meet here.
+    owners: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Not every test of the collected modules was selected: unused cassettes cannot be told.
     partial: bool = False
 
@@ -106,14 +111,21 @@ class Summary:
         if run.change is not None and run.outcome == "recorded":
             self.changed[str(run.cassette)] = run.change
         self.used.add(str(run.cassette))
+        settings = run.settings
+        if run.session is not None and not (settings.live or settings.explicit_cassette):
+            self.owners.setdefault(str(run.cassette), {})[settings.identity] = run.item.nodeid
+
+    def shared(self) -> dict[str, list[str]]:
+        """Cassette path → the node ids of the tests that each used it as their own, when several did."""
+        return {path: sorted(tests.values()) for path, tests in self.owners.items() if len(tests) > 1}
 
     def unused(self) -> list[str]:
         files = {str(p) for folder in self.folders for p in Path(folder).glob("*.json") if p.is_file()}
         return sorted(path for path in files - self.claimed - self.used if _looks_like_cassette(Path(path)))
 
     def failed(self) -> bool:
-        """Whether a cassette diverged, was refused or failed verification in this run."""
-        return any(self.counts.get(outcome, 0) for outcome in FAILING)
+        """Whether a cassette diverged, was refused, failed verification or served two tests in this run."""
+        return any(self.counts.get(outcome, 0) for outcome in FAILING) or bool(self.shared())
 
     def to_json(self) -> str:
         return json.dumps(
@@ -123,6 +135,7 @@ class Summary:
                 "used": sorted(self.used),
                 "claimed": sorted(self.claimed),
                 "folders": sorted(self.folders),
+                "owners": self.owners,
                 "partial": self.partial,
             }
         )
@@ -134,6 +147,8 @@ class Summary:
         self.used.update(data["used"])
         self.claimed.update(data["claimed"])
         self.folders.update(data["folders"])
+        for path, tests in data["owners"].items():
+            self.owners.setdefault(path, {}).update(tests)
         self.partial = self.partial or data["partial"]
 
     def _shown(self, path: str) -> str:
@@ -158,6 +173,10 @@ class Summary:
         terminal.write_line(self.line(None if unused is None else len(unused)))
         for path, change in sorted(self.changed.items()):
             terminal.write_line(f"  changed: {self._shown(path)} ({change})")
+        for path, tests in sorted(self.shared().items()):
+            together = " and ".join(tests)
+            terminal.write_line(f"blackbox: {together} each used the cassette {self._shown(path)}")
+            terminal.write_line(shared_cassette_advice("all but one of them"))
         if verbose:
             for path in unused or ():
                 terminal.write_line(f"  unused: {self._shown(path)}")

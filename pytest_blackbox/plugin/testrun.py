@@ -37,7 +37,7 @@ from ..errors import (
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
 from .config import Settings, rerecord_command
-from .paths import pending_owner, pending_path, trace_id_for
+from .paths import pending_owner, pending_path, shared_cassette_advice, trace_id_for
 from .report import short_report, shown_path
 from .rerecord import first_change
 from .sockets import SocketGuard
@@ -302,8 +302,7 @@ class TestRun:
     def _shared_text(self, other: str) -> str:
         return (
             f"blackbox: {self.item.nodeid} would use the cassette of {other}: {self.shown_path()}\n"
-            "each test needs a cassette of its own: give this test another cassette_dir, or name its "
-            "cassette with cassette= (tests may share a cassette only when they name it)"
+            + shared_cassette_advice("this test")
         )
 
     def _writable(self) -> bool:

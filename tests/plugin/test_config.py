@@ -128,6 +128,44 @@ def test_a_session_wide_cassette_dir_never_lets_two_tests_share_a_file(counted_s
     assert counted_sync.sent == 3
 
 
+def test_two_xdist_workers_sharing_a_derived_cassette_fail_the_run(counted_sync: Counted) -> None:
+    """Each worker sees only its own tests; the controller sees both claims and fails the run."""
+    _configured(counted_sync, conftest="{'cassette_dir': 'all-cassettes'}")
+    counted_sync.pytester.makepyfile(
+        test_again=(counted_sync.pytester.path / "test_weather.py").read_text(encoding="utf-8")
+    )
+    both = (
+        "blackbox: test_again.py::test_weather and test_weather.py::test_weather each used the "
+        "cassette all-cassettes/test_weather.json"
+    )
+    shared = [
+        exact(both),
+        exact(
+            "each test needs a cassette of its own: give all but one of them another cassette_dir, or "
+            "name its cassette with cassette= (tests may share a cassette only when they name it)"
+        ),
+    ]
+    # --dist loadfile: one test file per worker, so the two tests never meet on one worker. They race
+    # for the one file: the second records it again, finds it unchanged, or replays it.
+    recorded = counted_sync.run("-n", "2", "--dist", "loadfile", "--record-mode=once")
+    recorded.assert_outcomes(passed=2)
+    assert recorded.ret == pytest.ExitCode.TESTS_FAILED
+    recorded.stdout.fnmatch_lines(["blackbox: * replayed, * recorded, *", *shared], consecutive=True)
+    recorded_calls = counted_sync.sent
+    assert recorded_calls in (3, 6)
+
+    counted_sync.pytester._monkeypatch.setenv("CI", "1")
+    replayed = counted_sync.run("-n", "2", "--dist", "loadfile")
+    replayed.assert_outcomes(passed=2)
+    assert replayed.ret == pytest.ExitCode.TESTS_FAILED
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=2)), *shared], consecutive=True)
+    assert counted_sync.sent == recorded_calls
+
+    serial = counted_sync.run()  # one process: the second test fails at set-up, the summary adds nothing
+    serial.assert_outcomes(passed=1, failed=1)
+    assert both not in serial.stdout.str()
+
+
 def test_match_and_allowed_hosts_from_the_fixture(counted_sync: Counted) -> None:
     counted_sync.write(body=CONFIGURED.replace("MARKER", ""))
     counted_sync.run("--record-mode=once").assert_outcomes(passed=1)
