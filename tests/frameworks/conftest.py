@@ -25,6 +25,12 @@ WEATHER = {"city": "Paris", "tempC": 21, "sky": "clear"}
 LOCAL_TIME = "14:05"
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module's ``FLAVORS`` (its SDKs and call styles) parametrize its tests' ``flavor``."""
+    if "flavor" in metafunc.fixturenames:
+        metafunc.parametrize("flavor", metafunc.module.FLAVORS)
+
+
 @pytest.fixture(autouse=True)
 def _keys(provider_keys: pytest.MonkeyPatch) -> None:
     """Every framework test runs in a clean environment with the suite's provider keys."""

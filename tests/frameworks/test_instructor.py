@@ -126,12 +126,6 @@ class Recording:
     root: str
 
 
-@pytest.fixture(params=FLAVORS)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
-    result: Flavor = request.param
-    return result
-
-
 @pytest.fixture
 def recorded(
     fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
@@ -216,10 +210,10 @@ def record_reask(flavor: Flavor, fake: FakeProvider, path: Path, sessions: Calla
 
 
 @pytest.mark.parametrize(
-    "flavor", [Flavor("anthropic"), Flavor("openai-chat", "async")], ids=["anthropic", "openai-chat"]
+    "reask", [Flavor("anthropic"), Flavor("openai-chat", "async")], ids=["anthropic", "openai-chat"]
 )
 def test_a_reask_after_a_failed_validation_replays(
-    flavor: Flavor,
+    reask: Flavor,
     fake_provider: FakeProvider,
     tmp_path: Path,
     network_guard: NetworkGuard,
@@ -227,10 +221,10 @@ def test_a_reask_after_a_failed_validation_replays(
 ) -> None:
     """The re-ask carries the validation error back to the model: a second recorded call, replayed alike."""
     path = tmp_path / "reask.json"
-    root = record_reask(flavor, fake_provider, path, sessions)
+    root = record_reask(reask, fake_provider, path, sessions)
     attempts = network_guard.block()
     bb = sessions(mode="replay", cassette=path)
-    report = extract(flavor, root)
+    report = extract(reask, root)
     assert bb.finish(result=report.model_dump_json()).replayed_steps == 5
     assert report.model_dump() == REPORT
     assert attempts == []

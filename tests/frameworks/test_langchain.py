@@ -153,12 +153,6 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     return run_sync(flavor, model, by_name, messages)
 
 
-@pytest.fixture(params=FLAVORS)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
-    result: Flavor = request.param
-    return result
-
-
 @pytest.fixture
 def recorded(
     fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]

@@ -181,15 +181,10 @@ class Recording:
     starts: Path
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(Flavor("anthropic"), id="anthropic"),
-        pytest.param(Flavor("openai-chat"), id="openai-chat"),
-    ]
-)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
-    result: Flavor = request.param
-    return result
+FLAVORS = [
+    pytest.param(Flavor("anthropic"), id="anthropic"),
+    pytest.param(Flavor("openai-chat"), id="openai-chat"),
+]
 
 
 @pytest.fixture

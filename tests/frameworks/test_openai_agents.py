@@ -130,12 +130,6 @@ def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions
     return output
 
 
-@pytest.fixture(params=FLAVORS)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
-    result: Flavor = request.param
-    return result
-
-
 @pytest.fixture
 def recorded(
     fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
