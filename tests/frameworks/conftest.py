@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 INSTRUCTIONS = "You are a travel assistant. Answer only from the tools' data."
@@ -95,8 +96,22 @@ class InnerSuite:
         self.monkeypatch.setenv("EXPECT_TOOL_CALLS", expect_tool_calls)
         return self.pytester.runpytest(*QUIET, *args)
 
-    def cassette(self, module: str, test: str) -> Path:
-        return self.pytester.path / "cassettes" / module / f"{test}.json"
+    def records(self, source: str, test: str, *, expect_tool_calls: str) -> Path:
+        """Write the user's test file, record it once against the fake; the cassette's path comes back."""
+        self.pytester.makepyfile(test_agent=source)
+        self.run("--record-mode=once", expect_tool_calls=expect_tool_calls).assert_outcomes(passed=1)
+        return self.pytester.path / "cassettes" / "test_agent" / f"{test}.json"
+
+    def replays_offline(self, cassette: Path, fake: FakeProvider, key_variable: str) -> None:
+        """With the provider stopped and its key unset the test replays and passes, runs no tool (the
+        inner test checks) and leaves its cassette byte for byte as it was."""
+        recorded = cassette.read_bytes()
+        fake.stop()
+        self.monkeypatch.delenv(key_variable)
+        replayed = self.run(expect_tool_calls="")
+        replayed.assert_outcomes(passed=1)
+        replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
+        assert cassette.read_bytes() == recorded
 
 
 @pytest.fixture

@@ -289,17 +289,6 @@ def test_the_plugin_records_once_then_replays_without_provider_or_key(
 ) -> None:
     Flavor("openai-chat").queue(fake_provider, REPORT)
     monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_base_url)
-    inner.pytester.makepyfile(test_agent=INNER_TEST)
-    cassette = inner.cassette("test_agent", "test_extract")
-
-    first = inner.run("--record-mode=once", expect_tool_calls="")
-    first.assert_outcomes(passed=1)
+    cassette = inner.records(INNER_TEST, "test_extract", expect_tool_calls="")
     assert step_types(cassette) == ["model_input", "model_output", "metadata"]
-    recorded = cassette.read_bytes()
-
-    fake_provider.stop()
-    monkeypatch.delenv("OPENAI_API_KEY")
-    second = inner.run(expect_tool_calls="")
-    second.assert_outcomes(passed=1)
-    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
-    assert cassette.read_bytes() == recorded
+    inner.replays_offline(cassette, fake_provider, "OPENAI_API_KEY")

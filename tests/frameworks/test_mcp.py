@@ -459,11 +459,7 @@ def test_the_plugin_records_once_then_replays_without_server_provider_or_key(
     monkeypatch.setenv("WEATHER_PYTHON", sys.executable)
     monkeypatch.setenv("WEATHER_SERVER", str(SERVER))
     monkeypatch.setenv("WEATHER_STARTS", str(starts))
-    inner.pytester.makepyfile(test_agent=INNER_TEST)
-    cassette = inner.cassette("test_agent", "test_weather")
-
-    first = inner.run("--record-mode=once", expect_tool_calls="")
-    first.assert_outcomes(passed=1)
+    cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="")
     assert step_types(cassette) == [
         "tool_call",
         "tool_result",
@@ -477,13 +473,6 @@ def test_the_plugin_records_once_then_replays_without_server_provider_or_key(
     ]
     assert payload(cassette, 5)["result"]["structuredContent"] == FORECAST
     assert starts.read_text() == "started\n"
-    recorded = cassette.read_bytes()
-
-    fake_provider.stop()
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("WEATHER_PYTHON", str(tmp_path / "no-such-python"))
-    second = inner.run(expect_tool_calls="")
-    second.assert_outcomes(passed=1)
-    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
-    assert cassette.read_bytes() == recorded
+    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
     assert starts.read_text() == "started\n"

@@ -263,21 +263,10 @@ def test_the_plugin_records_once_then_replays_without_provider_or_key(
     fake_provider.queue_anthropic_tool_calls([("get_weather", {"city": "Paris"})])
     fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
-    inner.pytester.makepyfile(test_agent=INNER_TEST)
-    cassette = inner.cassette("test_agent", "test_weather")
-
-    first = inner.run("--record-mode=once", expect_tool_calls="Paris")
-    first.assert_outcomes(passed=1)
+    cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
     assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
     assert payload(cassette, 3) == {"toolCallId": "call-0", "toolName": "get_weather", "result": WEATHER}
-    recorded = cassette.read_bytes()
-
-    fake_provider.stop()
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
-    second = inner.run(expect_tool_calls="")
-    second.assert_outcomes(passed=1)
-    second.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])
-    assert cassette.read_bytes() == recorded
+    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
 
 
 def get_time(_context: RunContext[object], city: str) -> str:
