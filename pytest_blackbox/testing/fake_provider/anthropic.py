@@ -1,0 +1,121 @@
+"""The fake provider's Anthropic Messages API (``POST /v1/messages``): messages, their SSE events, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from .wire import (
+    Calls,
+    Ids,
+    Protocol,
+    ReceivedRequest,
+    Said,
+    Script,
+    ScriptedResponse,
+    answer,
+    asks_stream,
+    compact,
+    halves,
+    joined,
+    model_of,
+    said,
+    sse,
+    tokens,
+)
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool) -> Script:
+    def respond(request: ReceivedRequest) -> ScriptedResponse:
+        message = _message(request, ids, text, calls)
+        headers = (("request-id", ids.make("req_01", 22)),)
+        return answer(
+            message, headers, (lambda: _events(message)) if asks_stream(request) else None, gzip=gzip
+        )
+
+    return respond
+
+
+def _message(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text is not None else []
+    content += [
+        {"type": "tool_use", "id": ids.make("toolu_01", 22), "name": name, "input": dict(tool_input)}
+        for name, tool_input in calls
+    ]
+    return {
+        "id": ids.make("msg_01", 22),
+        "type": "message",
+        "role": "assistant",
+        "model": model_of(request, "claude-sonnet-4-5"),
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": tokens(request.body),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": tokens(json.dumps(content)),
+            "service_tier": "standard",
+        },
+    }
+
+
+def _streamed_block(block: dict[str, Any]) -> tuple[dict[str, Any], str, str, str]:
+    """(content_block_start block, delta key, delta type, full text the deltas add up to)."""
+    if block["type"] == "text":
+        return {"type": "text", "text": ""}, "text", "text_delta", block["text"]
+    return {**block, "input": {}}, "partial_json", "input_json_delta", compact(block["input"])
+
+
+def _events(message: dict[str, Any]) -> Iterator[bytes]:
+    """The event sequence of a streamed message; text and tool input are split in two deltas each."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield sse("message_start", {"type": "message_start", "message": start})
+    yield sse("ping", {"type": "ping"})
+    for index, block in enumerate(message["content"]):
+        opening, key, delta_type, full = _streamed_block(block)
+        yield sse(
+            "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
+        )
+        for piece in halves(full):
+            delta = {"type": delta_type, key: piece}
+            yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+        yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    final_usage = {"output_tokens": usage["output_tokens"]}
+    yield sse("message_delta", {"type": "message_delta", "delta": stop, "usage": final_usage})
+    yield sse("message_stop", {"type": "message_stop"})
+
+
+def _held(body: dict[str, Any]) -> list[Said]:
+    return [
+        said(
+            joined(m.get("content"), ("text",)),
+            [
+                (b.get("name"), b.get("input"))
+                for b in m.get("content") or []
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ],
+        )
+        for m in body.get("messages") or []
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+
+PROTOCOL = Protocol("/v1/messages", lambda path: path.endswith("/v1/messages"), _held, _error_body)

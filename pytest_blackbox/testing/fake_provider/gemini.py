@@ -1,0 +1,128 @@
+"""The fake provider's Gemini API (``…/models/{model}:generateContent`` and ``:streamGenerateContent``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .wire import (
+    Calls,
+    Ids,
+    Protocol,
+    ReceivedRequest,
+    Said,
+    Script,
+    ScriptedResponse,
+    answer,
+    compact,
+    halves,
+    said,
+    tokens,
+)
+
+_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+#: ``…/models/{model}:generateContent`` and ``:streamGenerateContent`` (the query string is not part of it).
+_PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
+
+
+def script(ids: Ids, text: str | None, calls: Calls, *, call_ids: bool, thinking: bool, gzip: bool) -> Script:
+    def respond(request: ReceivedRequest) -> ScriptedResponse:
+        response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
+        headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
+        match = _PATH.search(request.path)
+        streams = match is not None and match.group(2) == "streamGenerateContent"
+        return answer(response, headers, (lambda: _chunks(response)) if streams else None, gzip=gzip)
+
+    return respond
+
+
+def _response(
+    request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls, *, call_ids: bool, thinking: bool
+) -> dict[str, Any]:
+    """A generateContent response. ``call_ids`` gives each function call an ``id`` (Gemini 3 does;
+    2.x sends none); ``thinking`` adds a thought summary part and a thought signature, as a thinking
+    model sends them."""
+    parts: list[dict[str, Any]] = []
+    if thinking:
+        parts.append({"text": "**Planning** I should look this up.", "thought": True})
+    if text is not None:
+        parts.append({"text": text})
+    for index, (name, args) in enumerate(calls):
+        function_call: dict[str, Any] = {"name": name, "args": dict(args)}
+        if call_ids:
+            function_call = {"id": ids.make("", 8).lower(), **function_call}
+        part: dict[str, Any] = {"functionCall": function_call}
+        if thinking and index == 0:
+            part["thoughtSignature"] = base64.b64encode(ids.make("sig", 24).encode()).decode()
+        parts.append(part)
+    prompt, output = tokens(request.body), tokens(json.dumps(parts))
+    match = _PATH.search(request.path)
+    return {
+        "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": output,
+            "totalTokenCount": prompt + output,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+        },
+        "modelVersion": match.group(1) if match is not None else "gemini-2.5-flash",
+        "responseId": ids.make("", 22),
+    }
+
+
+def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
+    """The ``alt=sse`` chunks of a streamed response: text in two pieces, then the calls together;
+    the last chunk carries the finish reason and usage (every chunk has the running usage)."""
+    candidate = response["candidates"][0]
+    head = {"usageMetadata": response["usageMetadata"]}
+    tail = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
+    groups: list[list[dict[str, Any]]] = []
+    calls: list[dict[str, Any]] = []
+    for part in candidate["content"]["parts"]:
+        if "functionCall" in part:
+            calls.append(part)
+        elif part.get("thought"):
+            groups.append([part])
+        else:
+            groups += [[{"text": piece}] for piece in halves(part["text"])]
+    groups += [calls] if calls else []
+    for index, parts in enumerate(groups or [[]]):
+        last = index == max(len(groups), 1) - 1
+        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if last:
+            piece["finishReason"] = candidate["finishReason"]
+        chunk = {"candidates": [piece], **head, **tail}
+        yield f"data: {compact(chunk)}\r\n\r\n".encode()
+
+
+def _held(body: dict[str, Any]) -> list[Said]:
+    return [
+        said(
+            "".join(p.get("text", "") for p in c.get("parts", []) if "text" in p and not p.get("thought")),
+            [
+                (p["functionCall"].get("name"), p["functionCall"].get("args"))
+                for p in c.get("parts", [])
+                if isinstance(p.get("functionCall"), dict)
+            ],
+        )
+        for c in body.get("contents") or []
+        if isinstance(c, dict) and c.get("role") == "model"
+    ]
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    state = _STATUSES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return {"error": {"code": status, "message": message, "status": state}}
+
+
+PROTOCOL = Protocol(":generateContent", lambda path: _PATH.search(path) is not None, _held, _error_body)
