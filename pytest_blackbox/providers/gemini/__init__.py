@@ -1,0 +1,166 @@
+"""Gemini API (``POST …/models/{model}:generateContent`` and ``:streamGenerateContent``) ↔ neutral steps.
+
+Gemini names the model, and whether to stream, in the URL path rather than the body, so the session
+gets one :class:`GeminiCall` per request (from :func:`for_path`): this module's functions bound
+to that path. A request becomes a ``model_input``: ``systemInstruction`` the system prompt,
+``contents`` neutral messages (consecutive contents of one role are one turn, as a streamed answer
+comes back in pieces), function declarations neutral tools, and the behaviour controls ``params``. A
+response becomes a ``model_output``. Thought parts are dropped and thought signatures ignored in
+both directions: a replay cannot return them.
+
+Function calls may come without an ``id`` (Gemini 2.x). Each call of a response is therefore also
+bound to its place in the conversation (the request's messages and its position in the turn), and a
+history call without an ``id`` is found by the messages before it, which are that request's. A
+replay hands every call its ``call-N`` as the ``id``; function responses without one (automatic
+function calling sends none) answer the calls of the model turn before them by name, in order.
+
+This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
+the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses and
+streams → ``model_output``), ``synthesis`` (what a replay sends), and ``parts`` (the contents and
+parts both directions read).
+
+See docs/providers.md#google-gemini-google-genai for the field-by-field table.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Final
+
+from ...trace.model import ModelInput, ModelOutput
+from ..common import CallIds, read_output, unsupported
+from . import request
+from .parts import Conversation
+from .response import collect_stream, normalize_response
+from .synthesis import error_body, synthesize_response, synthesize_stream
+
+__all__ = [
+    "NAME",
+    "PATH",
+    "ROUTE",
+    "GeminiCall",
+    "collect_stream",
+    "error_body",
+    "for_path",
+    "is_stream_request",
+    "normalize_request",
+    "normalize_response",
+    "synthesize_response",
+    "synthesize_stream",
+]
+
+NAME: Final = "gemini"
+
+#: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
+#: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
+ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
+#: The same path, read: the model resource and the method.
+PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
+
+
+# -- the call a path names -----------------------------------------------------------------------
+
+
+def for_path(path: str) -> GeminiCall | None:
+    """The Gemini call a request path names, or ``None`` when it is not a generateContent path.
+
+    The provider registry asks for it once per call: the model and streaming come from the path, and
+    the call keeps its request's conversation for its answer.
+    """
+    match = PATH.search(path)
+    if match is None:
+        return None
+    resource, method = match.groups()
+    return GeminiCall(
+        model=resource.removeprefix("models/"),
+        stream=method == "streamGenerateContent",
+        vertex="/publishers/" in path,
+    )
+
+
+class GeminiCall:
+    """One generateContent call as a provider: the module's functions bound to its path and request.
+
+    It keeps what its request said for its answer: the model and streaming from the path, and the
+    conversation the request carries, to which the answer's function calls are bound (recorded by
+    :meth:`normalize_response`, replayed by the ``synthesize_*`` methods) so that a later request's
+    history finds them, with or without ids.
+    """
+
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, *, model: str, stream: bool, vertex: bool = False) -> None:
+        self.model = model
+        self.stream = stream
+        self.vertex = vertex
+        self._ids: CallIds | None = None
+        self._conversation: Conversation | None = None
+
+    def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
+        if self.vertex:
+            unsupported(
+                "Vertex AI (a …/publishers/…/models/… path)",
+                "Google Cloud credentials are refreshed outside the model call, which a replay cannot "
+                "answer offline; record against the Gemini Developer API (genai.Client(api_key=…) "
+                "without vertexai)",
+                "the request path",
+            )
+        payload, self._conversation = request.normalize(body, ids, self.model)
+        self._ids = ids
+        return payload
+
+    def normalize_response(self, body: Any, ids: CallIds) -> ModelOutput:
+        return normalize_response(body, ids, self._conversation)
+
+    def collect_stream(self, body: bytes) -> dict[str, Any]:
+        return collect_stream(body)
+
+    def synthesize_response(
+        self, output: Any, *, output_index: int, model: str | None, timestamp: int | float
+    ) -> dict[str, Any]:
+        """The response for a recorded output; ``model`` is unused (the path names it)."""
+        self._bind_replayed(output)
+        return synthesize_response(output, output_index=output_index, model=self.model, timestamp=timestamp)
+
+    def synthesize_stream(
+        self,
+        output: Any,
+        *,
+        output_index: int,
+        model: str | None,
+        timestamp: int | float,
+        request_body: Any = None,
+    ) -> list[bytes]:
+        self._bind_replayed(output)
+        return synthesize_stream(output, output_index=output_index, model=self.model, timestamp=timestamp)
+
+    def error_body(self, message: str) -> dict[str, Any]:
+        return error_body(message)
+
+    def is_stream_request(self, body: Any, *, path: str = "") -> bool:
+        """Streaming is chosen by the path (``:streamGenerateContent``), never by the body."""
+        return self.stream
+
+    def _bind_replayed(self, output: Any) -> None:
+        """Bind a replayed answer's calls to their place, as recording did, for id-less histories."""
+        if self._ids is None or self._conversation is None:
+            return
+        for position, call in enumerate(read_output(output).calls):
+            self._ids.bind(self._conversation.call_key(position), call["toolCallId"], call["toolName"])
+
+
+def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
+    """The ``model_input`` payload for a generateContent body; refusals are raised before sending.
+
+    The model comes from the URL ``path`` (the body does not name it); a call object from
+    :func:`for_path` also keeps the conversation its answer's calls are bound to.
+    """
+    call = for_path(path)
+    payload, _ = request.normalize(body, ids, call.model if call is not None else None)
+    return payload
+
+
+def is_stream_request(body: Any, *, path: str = "") -> bool:
+    """Streaming is chosen by the path (``:streamGenerateContent``), never by the body."""
+    call = for_path(path)
+    return call is not None and call.stream

@@ -1,0 +1,304 @@
+"""Gemini requests → ``model_input``: contents as neutral turns, declarations as tools, the ``params``.
+
+Refusals are raised here, before anything is sent. See docs/providers.md#google-gemini-google-genai.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ...trace.model import Message, ModelInput, ToolDefinition
+from ..common import (
+    CallIds,
+    json_copy,
+    label,
+    list_field,
+    malformed,
+    model_input,
+    pick_params,
+    require_object,
+    require_str,
+    tool_definition,
+    unsupported,
+)
+from .parts import NOT_RECORDED, Conversation, content_parts, function_call, wire_field
+
+#: Wire field → neutral ``params`` key, in the order the params object is written. ``toolConfig``,
+#: ``responseFormat`` and ``safetySettings`` are gathered from outside ``generationConfig`` first.
+_PARAMS: Final = (
+    ("maxOutputTokens", "maxTokens"),
+    ("temperature", "temperature"),
+    ("topP", "topP"),
+    ("topK", "topK"),
+    ("toolConfig", "toolChoice"),
+    ("stopSequences", "stop"),
+    ("responseFormat", "responseFormat"),
+    ("thinkingConfig", "thinking"),
+    ("seed", "seed"),
+    ("presencePenalty", "presencePenalty"),
+    ("frequencyPenalty", "frequencyPenalty"),
+    ("safetySettings", "safetySettings"),
+)
+#: The structured-output fields, recorded together as ``params.responseFormat``.
+_RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
+_TEXT_OUTPUT_ADVICE: Final = "only text output can be recorded in this version"
+_SERVER_TOOL_ADVICE: Final = (
+    "only function declarations (client-executed tools) can be recorded in this version; "
+    "do the work in a wrapped tool"
+)
+
+
+def normalize(body: Any, ids: CallIds, model: str | None) -> tuple[ModelInput, Conversation]:
+    request = require_object(body, "the request body")
+    _refuse_request_fields(request)
+    messages, conversation = _messages(list_field(request, "contents"), ids)
+    payload = model_input(
+        messages,
+        _tools(request),
+        system_prompt=_system_prompt(wire_field(request, "systemInstruction")),
+        model=model,
+        params=_params(request),
+    )
+    return payload, conversation
+
+
+def _refuse_request_fields(request: dict[str, Any]) -> None:
+    if wire_field(request, "cachedContent") is not None:
+        unsupported(
+            "cachedContent",
+            "the cached part of the conversation lives on the server, where a cassette can neither hold "
+            "nor compare it; send the whole conversation in contents",
+            "cachedContent",
+        )
+    if wire_field(request, "continuationToken") is not None:
+        unsupported("continuationToken", "a replay answers each request as a whole", "continuationToken")
+
+
+def _messages(contents: list[Any], ids: CallIds) -> tuple[list[Message], Conversation]:
+    conversation = Conversation()
+    messages: list[Message] = []
+    answerable: list[_OpenCall] = []
+    for role, members in _turns(contents):
+        if role == "assistant":
+            message, answerable = _model_turn(members, ids, conversation)
+        else:
+            message, answerable = _user_turn(members, ids, answerable), []
+        messages.append(message)
+        conversation.add(message)
+    return messages, conversation
+
+
+def _turns(contents: list[Any]) -> list[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    """Contents grouped into turns: consecutive contents of one role, as ``(where, content)``."""
+    turns: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = []
+    for index, raw in enumerate(contents):
+        at = f"contents[{index}]"
+        content = require_object(raw, at)
+        role = _role(content.get("role"), at)
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append((at, content))
+        else:
+            turns.append((role, [(at, content)]))
+    return turns
+
+
+def _role(role: Any, at: str) -> str:
+    if role == "model":
+        return "assistant"
+    if role is None or role == "user":
+        return "user"
+    unsupported(f"role {label(role)}", "Gemini contents are user or model turns", f"{at}.role")
+
+
+@dataclass
+class _OpenCall:
+    """A call of the model turn before a user turn, until a function response answers it."""
+
+    call_id: str
+    name: str
+    answered: bool = False
+
+
+def _model_turn(
+    members: list[tuple[str, dict[str, Any]]], ids: CallIds, conversation: Conversation
+) -> tuple[Message, list[_OpenCall]]:
+    """An assistant message as a replay returns one: its text (pieces joined as they arrived), then
+    its calls. ``google-genai`` joins a response's text parts with nothing in between, so do we."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for at, content in members:
+        for where, kind, value in content_parts(content, at, "request"):
+            if kind == "text":
+                texts.append(value)
+            elif kind == "functionCall":
+                provider_id, name, args = function_call(value, f"{where}.functionCall", "request")
+                key = provider_id if provider_id is not None else conversation.call_key(len(calls))
+                call_id = ids.neutral(key, name)
+                calls.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
+            else:
+                unsupported(
+                    "a functionResponse part in a model content",
+                    "function responses belong in user contents",
+                    where,
+                )
+    text = "".join(texts)
+    if not calls:
+        return {"role": "assistant", "content": text}, []
+    blocks = ([{"type": "text", "text": text}] if text else []) + calls
+    return {"role": "assistant", "content": blocks}, [
+        _OpenCall(call["toolCallId"], call["toolName"]) for call in calls
+    ]
+
+
+def _user_turn(
+    members: list[tuple[str, dict[str, Any]]], ids: CallIds, answerable: list[_OpenCall]
+) -> Message:
+    """A user message: its text (parts joined with a blank line), or its parts when it answers calls."""
+    parts: list[dict[str, Any]] = []
+    for at, content in members:
+        for where, kind, value in content_parts(content, at, "request"):
+            if kind == "text":
+                parts.append({"type": "text", "text": value})
+            elif kind == "functionResponse":
+                parts.append(_tool_result(value, f"{where}.functionResponse", ids, answerable))
+            else:
+                unsupported(
+                    "a functionCall part in a user content", "function calls belong in model contents", where
+                )
+    if all(part["type"] == "text" for part in parts):
+        return {"role": "user", "content": "\n\n".join(part["text"] for part in parts)}
+    return {"role": "user", "content": parts}
+
+
+def _tool_result(value: Any, at: str, ids: CallIds, answerable: list[_OpenCall]) -> dict[str, Any]:
+    response = require_object(value, at)
+    for key in ("parts", "willContinue", "scheduling"):
+        if wire_field(response, key):
+            unsupported(f"{key} in a functionResponse", NOT_RECORDED, f"{at}.{key}")
+    name = require_str(response.get("name"), f"{at}.name")
+    call_id = _answered_call(response.get("id") or None, name, at, ids, answerable)
+    result = response.get("response")
+    if result is None:
+        result = {}
+    if not isinstance(result, dict):
+        malformed(f"{at}.response", "a JSON object")
+    part: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
+    if list(result) == ["error"] and isinstance(result["error"], str):
+        part["error"] = result["error"]
+    else:
+        part["result"] = json_copy(result)
+    return part
+
+
+def _answered_call(provider_id: Any, name: str, at: str, ids: CallIds, answerable: list[_OpenCall]) -> str:
+    """The ``call-N`` a function response answers: by its id, else the first open call of that name."""
+    if provider_id is not None:
+        call_id = ids.resolve(require_str(provider_id, f"{at}.id"))[0]
+        match = next((open_ for open_ in answerable if open_.call_id == call_id), None)
+    else:
+        match = next((o for o in answerable if not o.answered and o.name == name), None)
+        if match is None:
+            unsupported(
+                f"a functionResponse for {label(name)} that answers no functionCall of the model turn "
+                "before it",
+                "give it the id of the call it answers, or send it right after that model turn",
+                at,
+            )
+        call_id = match.call_id
+    if match is not None:
+        match.answered = True
+    return call_id
+
+
+def _system_prompt(instruction: Any) -> str | None:
+    if instruction is None or isinstance(instruction, str):
+        return instruction
+    content = require_object(instruction, "systemInstruction")
+    texts = []
+    for where, kind, value in content_parts(content, "systemInstruction", "request"):
+        if kind != "text":
+            unsupported(f"a {kind} part in the system instruction", "it can hold only text", where)
+        texts.append(value)
+    return "\n\n".join(texts)
+
+
+def _tools(request: dict[str, Any]) -> list[ToolDefinition]:
+    tools: list[ToolDefinition] = []
+    for index, raw in enumerate(list_field(request, "tools")):
+        at = f"tools[{index}]"
+        for key, value in require_object(raw, at).items():
+            if key in ("functionDeclarations", "function_declarations"):
+                if value is not None and not isinstance(value, list):
+                    malformed(f"{at}.{key}", "a list")
+                tools.extend(_declaration(item, f"{at}.{key}[{i}]") for i, item in enumerate(value or []))
+            elif value is not None:
+                unsupported(f"the {key} tool", _SERVER_TOOL_ADVICE, f"{at}.{key}")
+    return tools
+
+
+def _declaration(raw: Any, at: str) -> ToolDefinition:
+    """A neutral tool; the declared response schema is not recorded (it describes the result the
+    model is sent, which is compared itself)."""
+    declaration = require_object(raw, at)
+    if wire_field(declaration, "behavior") is not None:
+        unsupported(
+            "behavior on a function declaration",
+            "non-blocking functions belong to the Live API; leave behavior out",
+            f"{at}.behavior",
+        )
+    schemas = [
+        schema
+        for key in ("parameters", "parametersJsonSchema")
+        if (schema := wire_field(declaration, key)) is not None
+    ]
+    if len(schemas) > 1:
+        malformed(at, "a declaration with parameters or parametersJsonSchema, not both")
+    return tool_definition(
+        require_str(declaration.get("name"), f"{at}.name"),
+        declaration.get("description"),
+        schemas[0] if schemas else None,
+    )
+
+
+def _params(request: dict[str, Any]) -> dict[str, Any] | None:
+    raw = request.get("generationConfig")
+    config = {} if raw is None else require_object(raw, "generationConfig")
+    _refuse_config(config)
+    controls = dict(config)
+    controls["toolConfig"] = _tool_config(wire_field(request, "toolConfig"))
+    controls["safetySettings"] = wire_field(request, "safetySettings")
+    response_format = {key: config[key] for key in _RESPONSE_FORMAT if config.get(key) is not None}
+    controls["responseFormat"] = response_format or None
+    return pick_params(controls, _PARAMS)
+
+
+def _refuse_config(config: dict[str, Any]) -> None:
+    at = "generationConfig"
+    if config.get("candidateCount") not in (None, 1):
+        unsupported("candidateCount other than 1", "a replay returns one candidate", f"{at}.candidateCount")
+    if config.get("responseLogprobs") or config.get("logprobs") is not None:
+        key = "responseLogprobs" if config.get("responseLogprobs") else "logprobs"
+        unsupported("log probabilities", NOT_RECORDED, f"{at}.{key}")
+    modalities = config.get("responseModalities")
+    if modalities is not None and modalities != ["TEXT"]:
+        unsupported("responseModalities other than TEXT", _TEXT_OUTPUT_ADVICE, f"{at}.responseModalities")
+    for key in ("speechConfig", "imageConfig", "audioTranscriptionConfig"):
+        if config.get(key) is not None:
+            unsupported(key, _TEXT_OUTPUT_ADVICE, f"{at}.{key}")
+
+
+def _tool_config(raw: Any) -> Any:
+    """``toolConfig`` as recorded (``params.toolChoice``); only function calling can be configured."""
+    if raw is None:
+        return None
+    config = require_object(raw, "toolConfig")
+    if wire_field(config, "retrievalConfig") is not None:
+        unsupported("retrievalConfig", "it serves server-side tools; " + _SERVER_TOOL_ADVICE, "toolConfig")
+    if wire_field(config, "includeServerSideToolInvocations"):
+        unsupported(
+            "includeServerSideToolInvocations",
+            _SERVER_TOOL_ADVICE,
+            "toolConfig.includeServerSideToolInvocations",
+        )
+    return config

@@ -1,0 +1,152 @@
+"""Gemini responses → ``model_output``: the one candidate's text and calls, its finish reason, streams.
+
+See docs/providers.md#google-gemini-google-genai.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ...trace.model import ModelOutput, Stop, ToolCallRef
+from ..common import (
+    CallIds,
+    final_answer,
+    label,
+    list_field,
+    malformed,
+    require_object,
+    tool_calls_output,
+    unsupported,
+)
+from ..sse import event_object, parse_events, stream_problem
+from .parts import NOT_RECORDED, Conversation, content_parts, function_call
+
+#: Wire finish reason → neutral stop (a replay sends each back as the reason it came from).
+FINISH_REASONS: Final[dict[str, Stop | None]] = {"STOP": None, "MAX_TOKENS": "length", "SAFETY": "refusal"}
+#: Candidate fields only server-side features produce; a replay could not give them back.
+_SERVER_CANDIDATE_FIELDS: Final = ("groundingMetadata", "urlContextMetadata", "logprobsResult")
+
+
+def normalize_response(body: Any, ids: CallIds, conversation: Conversation | None = None) -> ModelOutput:
+    """The ``model_output`` payload for a generateContent response body.
+
+    Everything is checked before an id is assigned, so a refused response assigns no ``call-N``.
+    Each call is bound to its place after ``conversation`` (the request's messages), so a later
+    history without ids finds it; without a conversation, id-less calls get new ids only.
+    """
+    response = require_object(body, "the response body", "response")
+    candidate = _candidate(response)
+    text, calls = _response_content(candidate)
+    stop = _stop(candidate.get("finishReason"), has_calls=bool(calls))
+    for field in _SERVER_CANDIDATE_FIELDS:
+        if candidate.get(field) is not None:
+            unsupported(f"{field} in a response", NOT_RECORDED, f"candidates[0].{field}")
+    neutral_calls: list[ToolCallRef] = []
+    for position, (provider_id, name, args) in enumerate(calls):
+        call_id = ids.neutral(provider_id, name) if provider_id is not None else ids.fresh()
+        if conversation is not None:
+            ids.bind(conversation.call_key(position), call_id, name)
+        neutral_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
+    if neutral_calls:
+        return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
+    return final_answer(text, stop)
+
+
+def _candidate(response: dict[str, Any]) -> dict[str, Any]:
+    candidates = list_field(response, "candidates", "response")
+    if not candidates:
+        feedback = response.get("promptFeedback")
+        reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
+        if reason is not None:
+            unsupported(
+                f"a blocked prompt (blockReason {label(reason)})",
+                "a replay could not return it",
+                "promptFeedback.blockReason",
+            )
+        malformed("candidates", "a list with one candidate", "response")
+    if len(candidates) > 1:
+        unsupported("more than one candidate", "a replay returns one; leave candidateCount out", "candidates")
+    return require_object(candidates[0], "candidates[0]", "response")
+
+
+def _response_content(candidate: dict[str, Any]) -> tuple[str, list[tuple[str | None, str, Any]]]:
+    content = candidate.get("content")
+    if content is None:
+        return "", []
+    at = "candidates[0].content"
+    texts: list[str] = []
+    calls: list[tuple[str | None, str, Any]] = []
+    for where, kind, value in content_parts(require_object(content, at, "response"), at, "response"):
+        if kind == "text":
+            texts.append(value)
+        elif kind == "functionCall":
+            calls.append(function_call(value, f"{where}.functionCall", "response"))
+        else:
+            unsupported("a functionResponse part in a response", "a model answers with text and calls", where)
+    return "".join(texts), calls
+
+
+def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
+    if reason == "SAFETY" and has_calls:
+        unsupported(
+            "finishReason SAFETY together with function calls",
+            "a replay returns a safety stop with text alone",
+            "finishReason",
+        )
+    if reason == "CONTINUATION":
+        unsupported(
+            "finishReason CONTINUATION (an answer continued in a further request)",
+            "a replay answers each request as a whole",
+            "finishReason",
+        )
+    if not isinstance(reason, str) or reason not in FINISH_REASONS:
+        unsupported(
+            f"finishReason {label(reason)}",
+            "a replay could return only STOP, MAX_TOKENS or SAFETY",
+            "finishReason",
+        )
+    return FINISH_REASONS[reason]
+
+
+def collect_stream(body: bytes) -> dict[str, Any]:
+    """The response a complete ``alt=sse`` stream adds up to, ready for :func:`normalize_response`.
+
+    Each event is a response chunk: the parts of the one candidate are concatenated in order, its
+    other fields (the finish reason) and the response's own fields are the last ones sent. An
+    ``error`` chunk, or a stream that ends before a finish reason, is refused.
+    """
+    response: dict[str, Any] = {}
+    candidate: dict[str, Any] | None = None
+    parts: list[Any] = []
+    for position, event in enumerate(parse_events(body)):
+        chunk = event_object(event, position)
+        error = chunk.get("error")
+        if error is not None:
+            status = error.get("status") if isinstance(error, dict) else None
+            stream_problem(f"reported an error ({label(status)}) at event {position}")
+        for key, value in chunk.items():
+            if key != "candidates":
+                response[key] = value
+        for raw in list_field(chunk, "candidates", "response"):
+            piece = require_object(raw, "candidates[0]", "response")
+            if piece.get("index", 0) != 0:
+                unsupported(
+                    "more than one candidate in a stream", "a replay returns one", f"event {position}"
+                )
+            content = piece.get("content")
+            if isinstance(content, dict):
+                parts.extend(list_field(content, "parts", "response"))
+            candidate = candidate if candidate is not None else {}
+            candidate.update(
+                (key, value)
+                for key, value in piece.items()
+                if key not in ("content", "index") and value is not None
+            )
+    if candidate is None:
+        if response.get("promptFeedback") is None:
+            stream_problem("has no candidates (it was cut short)", cut_short=True)
+        return response  # a blocked prompt: normalize_response names the reason
+    if candidate.get("finishReason") is None:
+        stream_problem("ended before a finishReason (it was cut short)", cut_short=True)
+    response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, "index": 0}]
+    return response
