@@ -2,7 +2,9 @@
 
 Only the errors are imported eagerly; every other name loads its module on first use, because pytest
 imports this package in every project that has the plugin installed (``tests/plugin/test_startup.py``
-holds it to that). See docs/index.md.
+holds it to that). No optional SDK is needed to import any of them: ``mcp_client`` says what to
+install when it is used without the ``mcp`` extra. ``__version__`` is the installed distribution's,
+read from its metadata, so the version is written once, in pyproject.toml. See docs/index.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    __version__: str
+
     from .analysis.verify import verify_trace
     from .demo.fork import fork_run
     from .engine.ending import RunReport
@@ -79,6 +83,11 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from .version import installed_version
+
+        globals()[name] = value = installed_version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_blackbox' has no attribute {name!r}")

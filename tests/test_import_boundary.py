@@ -34,6 +34,7 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "trace": (frozenset({"trace"}), frozenset({"jsonschema"})),
     "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
     "errors": (frozenset({"trace"}), frozenset()),
+    "version": (frozenset(), frozenset()),
     "providers": (frozenset({"providers", "trace", "errors"}), frozenset()),
     "interception": (
         frozenset({"interception", "errors"}),
@@ -51,7 +52,9 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"pytest", "_pytest", "pluggy"}),
     ),
     "cli": (
-        frozenset({"cli", "engine", "trace", "analysis", "errors", "demo", "importers", "providers"}),
+        frozenset(
+            {"cli", "engine", "trace", "analysis", "errors", "demo", "importers", "providers", "version"}
+        ),
         frozenset(),
     ),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from importlib import import_module
+from importlib import import_module, metadata
 from pathlib import Path
 
 import pytest
@@ -67,6 +67,56 @@ def test_importing_the_package_and_its_errors_loads_nothing_else() -> None:
         "pytest_blackbox.trace",
         "pytest_blackbox.trace.errors",
     ]
+
+
+#: Run first in a child interpreter: ``mcp`` (and its types package) cannot be imported, as without the extra.
+WITHOUT_MCP = """
+import sys
+
+
+class NoMCP:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("mcp", "mcp_types"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NoMCP())
+"""
+
+
+def without_mcp(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", WITHOUT_MCP + code], capture_output=True, text=True)
+
+
+def test_the_child_interpreter_cannot_import_mcp() -> None:
+    """The check below means something: in the child, ``import mcp`` fails as if it were not installed."""
+    done = without_mcp("import mcp")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == "ModuleNotFoundError: No module named 'mcp'"
+
+
+def test_star_import_works_without_mcp_and_mcp_client_names_the_extra() -> None:
+    code = (
+        "import pytest_blackbox\n"
+        "from pytest_blackbox import *\n"
+        "print(all(name in globals() for name in pytest_blackbox.__all__))\n"
+        "try:\n"
+        "    mcp_client(None, 'server.py', name='weather')\n"
+        "except BlackboxUsageError as error:\n"
+        "    print(error)\n"
+    )
+    done = without_mcp(code)
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        "True",
+        "mcp_client needs the MCP Python SDK, which is not installed: pip install 'pytest-blackbox[mcp]'",
+    ]
+
+
+def test_the_version_is_the_distributions() -> None:
+    assert pytest_blackbox.__version__ == metadata.version("pytest-blackbox")
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", pytest_blackbox.__version__)
 
 
 def test_the_docs_and_the_example_import_only_public_modules() -> None:

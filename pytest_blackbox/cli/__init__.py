@@ -19,17 +19,15 @@ COMMAND_MODULES = ("analysis", "launcher", "fork", "view")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from importlib.metadata import PackageNotFoundError, version
+    from ..version import installed_version
 
-    try:
-        pkg_version = version("pytest-blackbox")
-    except PackageNotFoundError:  # running from a source tree
-        pkg_version = "unknown"
     parser = argparse.ArgumentParser(
         prog="blackbox",
         description="Record, replay, verify, diff and fork Blackbox v2 agent cassettes.",
     )
-    parser.add_argument("--version", action="version", version=f"blackbox (pytest-blackbox) {pkg_version}")
+    parser.add_argument(
+        "--version", action="version", version=f"blackbox (pytest-blackbox) {installed_version()}"
+    )
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     sub.required = True
     for name in COMMAND_MODULES:

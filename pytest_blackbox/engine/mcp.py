@@ -14,19 +14,17 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from anyio.abc import TaskGroup, TaskStatus
-from mcp import Client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ErrorData, ListToolsResult
-from pydantic import ValidationError
-
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, RecordedToolError
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found, unused-ignore]
 
 if TYPE_CHECKING:
+    import anyio
+    from anyio.abc import TaskGroup, TaskStatus
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CallToolResult, ListToolsResult
     from typing_extensions import Self
 
     from .session import Session
@@ -37,6 +35,22 @@ __all__ = ["MCP_ERROR_PREFIX", "MCPClient", "listing_tool_name", "mcp_client"]
 MCP_ERROR_PREFIX = "MCPError "
 #: Modes in which every call runs on the server from the start, so the client connects on entry.
 _LIVE_MODES = ("record", "off")
+#: What a missing MCP SDK is told: the package is importable without it, the client is not.
+MISSING_SDK = (
+    "mcp_client needs the MCP Python SDK, which is not installed: pip install 'pytest-blackbox[mcp]'"
+)
+
+
+def require_sdk() -> None:
+    """Raise the one-line install hint when the ``mcp`` SDK cannot be imported.
+
+    The SDK is imported where it is used, so ``import pytest_blackbox`` (and ``import *``) works
+    without it; this check makes the first use of the client say what to install, not a traceback.
+    """
+    try:
+        import mcp  # noqa: F401
+    except ModuleNotFoundError as missing:
+        raise BlackboxUsageError(MISSING_SDK) from missing
 
 
 def listing_tool_name(server: str) -> str:
@@ -73,6 +87,7 @@ class MCPClient:
         tool_prefix: str = "",
         client_options: Mapping[str, Any] | None = None,
     ) -> None:
+        require_sdk()
         if not isinstance(name, str) or not name:
             raise BlackboxUsageError("an MCP server needs a name (name=...): its tool listings record it")
         if not isinstance(tool_prefix, str):
@@ -96,6 +111,8 @@ class MCPClient:
     # -- the connection --------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
+        import anyio
+
         if self._stack is not None:
             raise BlackboxUsageError(f"the MCP client for {self.name!r} is already open")
         stack = AsyncExitStack()
@@ -144,6 +161,8 @@ class MCPClient:
         return self._client
 
     async def _serve(self, *, task_status: TaskStatus[Client]) -> None:
+        from mcp import Client
+
         assert self._closing is not None
         async with Client(self._server, **self._options) as client:
             task_status.started(client)
@@ -153,6 +172,7 @@ class MCPClient:
 
     async def list_tools(self, *, cursor: str | None = None, **options: Any) -> ListToolsResult:
         """The server's tools: recorded as a ``tools/list`` step, its input ``{}`` or ``{"cursor": ...}``."""
+        from mcp_types import ListToolsResult
 
         async def list_on_server(_request: Mapping[str, Any]) -> Any:
             client = await self._connected()
@@ -167,6 +187,8 @@ class MCPClient:
     ) -> CallToolResult:
         """One tool call: recorded with the arguments as the tool input and the whole result, ``isError``
         included; an ``MCPError`` is recorded as the step's error and raised again in a replay."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CallToolResult
 
         async def call_on_server(_arguments: Mapping[str, Any]) -> Any:
             client = await self._connected()
@@ -199,6 +221,8 @@ class MCPClient:
             raise error from None
 
     def __getattr__(self, attribute: str) -> Any:
+        from mcp import Client
+
         if hasattr(Client, attribute):
             raise BlackboxUnsupportedError(
                 f"{attribute} of an MCP client is not recorded in this version; only list_tools and "
@@ -225,6 +249,10 @@ def mcp_error_from_text(text: str) -> MCPError | None:
     """The ``MCPError`` a recorded error text stands for; ``None`` for any other tool error."""
     if not text.startswith(MCP_ERROR_PREFIX):
         return None
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import ErrorData
+    from pydantic import ValidationError
+
     try:
         data = ErrorData.model_validate(json.loads(text[len(MCP_ERROR_PREFIX) :]))
     except (ValueError, ValidationError):
