@@ -8,6 +8,7 @@ reached the provider; the redaction scenarios read every file the runs left behi
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -299,3 +300,20 @@ def test_a_custom_auth_header_is_a_secret_no_cassette_may_hold(
     )
     assert gateway_key not in result.stdout.str() + result.stderr.str()
     assert [f for f in written_files(bare_dir.path) if gateway_key.encode() in f.read_bytes()] == []
+
+
+def test_the_recipe_of_docs_pytest_prints_the_divergence_it_shows(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider
+) -> None:
+    """The recipe's ``blackbox_config``, verbatim: a replay on another day about another city fails with
+    exactly the block the page shows, the address redacted."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "pytest.md").read_text(encoding="utf-8")
+    recipes = page[page.index("### Match rules and redaction: recipes") :]
+    config = re.search(r"```python\n# conftest.py\n(.*?)```", recipes, re.DOTALL)
+    shown = re.search(r"```text\n(blackbox: replay diverged.*?)```", recipes, re.DOTALL)
+    assert config is not None and shown is not None
+    write(bare_dir, config=config.group(1))
+    record(bare_dir, clean_env, TODAY="2026-01-01")
+    later = replay(bare_dir, clean_env, fake, TODAY="2026-12-01", CITY="Oslo")
+    later.assert_outcomes(failed=1)
+    assert divergence(later) == shown.group(1).splitlines()
