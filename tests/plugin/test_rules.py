@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests.machine import scaled
 
 from .conftest import QUIET, exact, summary
 
@@ -254,9 +255,9 @@ def test_a_redacted_address_is_in_no_file_and_the_run_replays(
     view = bare_dir.path / "run.html"
     cli = Path(sys.executable).with_name("blackbox")
     shown = subprocess.run(
-        [str(cli), "verify", str(cassette)], capture_output=True, text=True, check=False, timeout=60
+        [str(cli), "verify", str(cassette)], capture_output=True, text=True, check=False, timeout=scaled(60)
     )
-    subprocess.run([str(cli), "view", str(cassette), "-o", str(view)], check=True, timeout=60)
+    subprocess.run([str(cli), "view", str(cassette), "-o", str(view)], check=True, timeout=scaled(60))
     assert shown.returncode == 0, shown.stdout
     assert "[redacted]" in cassette.read_text(encoding="utf-8")
     files = written_files(bare_dir.path)
