@@ -20,6 +20,7 @@ from pytest_blackbox.cli.reference import (
     render_parser_reference,
     undocumented_commands,
 )
+from tests.machine import scaled
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "cli.md"
@@ -45,7 +46,10 @@ def test_docs_cli_md_matches_the_commands() -> None:
 
 def test_the_module_prints_the_reference_as_utf8() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_blackbox.cli.reference"], cwd=REPO, capture_output=True, timeout=60
+        [sys.executable, "-m", "pytest_blackbox.cli.reference"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=scaled(60),
     )
     assert done.stderr == b""
     assert done.returncode == 0

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.machine import scaled
+
 REPO = Path(__file__).resolve().parents[1]
 BLACKBOX = Path(sys.executable).with_name("blackbox")
 
@@ -50,7 +52,7 @@ def test_readme_command_runs_from_the_repository_root(command: str, tmp_path: Pa
         text=True,
         encoding="utf-8",
         env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -338,23 +338,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     run = item.stash.get(_RUN_KEY, None)
     unmarked = item.stash.get(_UNMARKED_KEY, None)
+    from .report import block_repr, one_line_crash, short_report
+
     replaced = None
     if run is not None:
         replaced = run.failure_report(call.excinfo)
-    elif (
-        unmarked is not None
-        and unmarked.refusal is not None
-        and not call.excinfo.errisinstance(pytest.fail.Exception)  # the body passed: our own fail
-    ):
-        from .report import short_report
-
-        replaced = short_report(item, unmarked.refusal, call.excinfo)
+        raised_here = run.reported  # the plugin's own pytest.fail, before or after the body
+    else:
+        refusal = unmarked.refusal if unmarked is not None else None
+        raised_here = refusal is not None and call.excinfo.errisinstance(pytest.fail.Exception)
+        if refusal is not None and not raised_here:  # the SDK's error, or the test's own
+            replaced = short_report(item, refusal, call.excinfo)
     if replaced is not None:
         if _wants_full_traceback(item.config):
             _add_section(report, replaced)
         else:
-            report.longrepr = replaced
-    note = run.not_written_note() if run is not None else None
+            report.longrepr = block_repr(item, replaced)
+    elif raised_here:
+        one_line_crash(report)
+    note = run.not_written_note() if run is not None and replaced is None else None  # or the block says it
     if note is not None:
         _add_section(report, note)
     return report

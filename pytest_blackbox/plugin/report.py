@@ -9,6 +9,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
 from ..errors import BlackboxError
 
@@ -28,6 +29,26 @@ def shown_path(item: pytest.Item, path: Path) -> str:
 def short_report(item: pytest.Item, block: str, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
     """``block``, a blank line, the user's frames and the exception line."""
     return "\n".join([block, "", *_user_frames(item, excinfo), *_exception_lines(excinfo.value)])
+
+
+def block_repr(item: pytest.Item, text: str) -> ReprExceptionInfo:
+    """``text`` as pytest's own failure repr, whose crash message is the text's first line.
+
+    A plain string would print the same in the failures section, but pytest's short test summary
+    repeats a string whole when ``CI`` is set (or with ``-vv``), so the block would print twice; it
+    repeats only the crash message of a repr. A repr also crosses to the pytest-xdist controller as
+    it is (a string would not keep the first line apart).
+    """
+    lineno = item.location[1]
+    crash = ReprFileLocation(str(item.path), (lineno or 0) + 1, text.split("\n", 1)[0])
+    return ReprExceptionInfo(reprtraceback=ReprTracebackNative([text + "\n"]), reprcrash=crash)
+
+
+def one_line_crash(report: pytest.TestReport) -> None:
+    """Cut the crash message of a failure the plugin raised to its first line (see ``block_repr``)."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if isinstance(crash, ReprFileLocation):
+        crash.message = crash.message.split("\n", 1)[0]
 
 
 def _user_frames(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]) -> list[str]:

@@ -34,6 +34,7 @@ from pytest_blackbox import blackbox
 from tests.agents.lookup import Lookup, LookupAgent
 from tests.agents.loop import Agent, base_url
 from tests.agents.travel import ToolBox, TravelAgent
+from tests.machine import scaled
 
 
 def _ready() -> Path:
@@ -41,7 +42,7 @@ def _ready() -> Path:
 
 
 def _wait_until_ready() -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while not _ready().exists() and time.monotonic() < deadline:
         time.sleep(0.01)
 

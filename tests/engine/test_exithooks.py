@@ -21,6 +21,7 @@ from pytest_blackbox.trace.io import load_trace
 from tests import TEST_KEYS
 from tests.agents import PROGRAM
 from tests.agents.travel import FINAL, script
+from tests.machine import scaled
 
 
 def agent_env(fake: FakeProvider, flavor: tuple[str, bool], tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -51,7 +52,7 @@ def start(scenario: str, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def wait_ready(proc: subprocess.Popen[str], ready: Path) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
@@ -93,7 +94,7 @@ def test_sigterm_mid_run_writes_a_verifying_cassette(
     proc = start(scenario, env)
     wait_ready(proc, tmp_path / "ready")
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=scaled(30))
     assert proc.returncode == -signal.SIGTERM, err
     types, payload = terminal_of(tmp_path / "run.json")
     assert types == ["model_input", "model_output", "metadata"]
@@ -105,7 +106,7 @@ def test_an_uncaught_exception_ends_with_process_exit_code_1(
 ) -> None:
     script(fake_provider, "anthropic")
     proc = start("crash", agent_env(fake_provider, ("anthropic", False), tmp_path))
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 1
     assert "RuntimeError: the agent crashed" in err
     types, payload = terminal_of(tmp_path / "run.json")
@@ -118,7 +119,7 @@ def test_a_clean_exit_without_finish_writes_what_finish_would(
 ) -> None:
     script(fake_provider, "openai")
     proc = start("no-finish", agent_env(fake_provider, ("openai", True), tmp_path))
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 0, err
     types, payload = terminal_of(tmp_path / "run.json")
     assert len(types) == 13
@@ -128,7 +129,7 @@ def test_a_clean_exit_without_finish_writes_what_finish_would(
 def test_a_call_in_flight_at_exit_gives_calls_in_flight(fake_provider: FakeProvider, tmp_path: Path) -> None:
     script(fake_provider, "anthropic")
     proc = start("tool-in-flight", agent_env(fake_provider, ("anthropic", False), tmp_path))
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=scaled(60))
     assert proc.returncode == 0, err
     types, payload = terminal_of(tmp_path / "run.json")
     assert len(types) == 13

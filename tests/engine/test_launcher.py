@@ -19,6 +19,7 @@ from pytest_blackbox.trace.io import load_trace
 from tests import TEST_KEYS
 from tests.agents import PROGRAM
 from tests.agents.travel import FINAL, script
+from tests.machine import scaled
 
 MARK = "◼ blackbox"
 
@@ -36,7 +37,7 @@ def launch(
         str(PROGRAM),
         scenario,
     ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(120), check=False)
 
 
 def parent_env(root: str, **extra: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pytest_blackbox.trace.io import dumps_trace, load_trace, save_trace
 from pytest_blackbox.trace.model import Trace
+from tests.machine import scaled
 
 from .conftest import bulky_trace, leftovers, texts_of
 
@@ -73,7 +74,7 @@ def test_two_writers_and_a_reader(forking: ForkContext, tmp_path: Path) -> None:
     for writer in writers:
         writer.join(60)
     writers_done.set()
-    reads, bad = report.get(timeout=60)
+    reads, bad = report.get(timeout=scaled(60))
     reader.join(10)
     assert [writer.exitcode for writer in writers] == [0, 0]
     assert reader.exitcode == 0

@@ -20,6 +20,7 @@ import pytest
 from pytest_blackbox.trace.errors import CassetteError
 from pytest_blackbox.trace.io import dumps_trace, load_trace, save_trace
 from pytest_blackbox.trace.model import Trace
+from tests.machine import scaled
 
 from .conftest import bulky_trace
 
@@ -132,7 +133,7 @@ def test_a_real_file_size_limit_stops_the_write_half_way(forking: ForkContext, t
         target=_save_over_the_size_limit, args=(bulky_trace("big", "xyz", 1), target, 200_000, report)
     )
     writer.start()
-    message = report.get(timeout=20)
+    message = report.get(timeout=scaled(20))
     writer.join(10)
     assert message == _message(target, errno.EFBIG)
     assert writer.exitcode == 0

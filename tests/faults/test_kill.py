@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pytest_blackbox.trace.io import STALE_TEMP_SECONDS, load_trace, save_trace
 from pytest_blackbox.trace.model import Trace
+from tests.machine import scaled
 
 from .conftest import TEMP_NAME, bulky_trace, leftovers, texts_of
 
@@ -45,11 +46,11 @@ def _kill_round(forking: ForkContext, traces: tuple[Trace, Trace], target: Path,
     writer = forking.Process(target=_save_forever, args=(*traces, target), daemon=True)
     writer.start()
     if aimed is None:
-        _wait_for_temp_file(target.parent, seen, time.monotonic() + 2.0)
+        _wait_for_temp_file(target.parent, seen, time.monotonic() + scaled(2.0))
     else:
         time.sleep(aimed)
     writer.kill()
-    writer.join(10)
+    writer.join(scaled(10))
     assert writer.exitcode == -signal.SIGKILL  # killed, not stopped by an error of its own
 
 

@@ -20,6 +20,7 @@ import pytest
 from pytest_blackbox.analysis.diff import diff_traces
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.trace.io import load_trace
+from tests.machine import scaled
 
 from .forkhelp import write_script
 
@@ -57,7 +58,9 @@ def launch(
             *pytest_args,
         ),
     ]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=scaled(180), check=False
+    )
 
 
 def test_the_selected_test_is_forked_and_the_others_replay(weather: Path) -> None:

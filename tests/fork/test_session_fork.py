@@ -32,6 +32,7 @@ from pytest_blackbox.trace.canonical import canonical_json
 from pytest_blackbox.trace.io import load_trace, parse_json
 from tests.agents import triage
 from tests.agents.travel import ToolBox, run_agent
+from tests.machine import scaled
 
 from .forkhelp import (
     FLAVOR_IDS,
@@ -146,7 +147,7 @@ def test_triage_fork_through_the_cli(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr

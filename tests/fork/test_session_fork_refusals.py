@@ -20,6 +20,7 @@ from pytest_blackbox.engine.options import resolve_options
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxError
 from tests.agents import triage
+from tests.machine import scaled
 
 from .forkhelp import write_script
 
@@ -288,7 +289,7 @@ def test_a_fork_that_fails_while_running_reports_it(workdir: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 1

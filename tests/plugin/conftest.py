@@ -39,7 +39,7 @@ MARKER_USAGE = (
     "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[])"
 )
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
-QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 #: The inner tests' own switches (the example's conftest reads the first): no run inherits them.
 _SCENARIO_ENV = ("BLACKBOX_EXAMPLE_LIVE", "WEATHER_CITY", "WEATHER_FAIL", "SECOND_CITY")
 

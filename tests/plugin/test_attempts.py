@@ -7,9 +7,11 @@ has exactly the fixture's semantics. Every replay runs with ``CI`` set and must 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from .conftest import ANSWERS, Counted, exact, summary
+from .conftest import ANSWERS, WEATHER_TEST, Counted, exact, summary
 
 XDIST = [pytest.param((), id="serial"), pytest.param(("-n", "2"), id="xdist")]
 
@@ -20,7 +22,7 @@ import pathlib
 @pytest.mark.blackbox
 DEF test_weather(blackbox, anthropic_options):
     answer = AWAIT ask(blackbox, anthropic_options, city())
-    attempted = pathlib.Path("attempted")
+    attempted = pathlib.Path("attempted-" + __name__)
     if not attempted.exists():
         attempted.touch()
         pytest.fail("the first attempt fails")
@@ -28,41 +30,54 @@ DEF test_weather(blackbox, anthropic_options):
 """
 
 
+def _both_flavors(counted: Counted, body: str = WEATHER_TEST) -> list[str]:
+    """One module of each flavor in the one directory, so one inner run (costly under xdist) covers
+    both; the module names."""
+    modules = {"sync": "test_sync", "async": "test_async"}
+    for flavor, module in modules.items():
+        replace(counted, flavor=flavor).write(name=module, body=body)
+    return list(modules.values())
+
+
 @pytest.mark.parametrize("xdist", XDIST)
 def test_a_rerun_replays_the_cassette_again_from_a_fresh_session(
-    counted: Counted, xdist: tuple[str, ...]
+    counted_sync: Counted, xdist: tuple[str, ...]
 ) -> None:
-    counted.write(body=FLAKY)
+    counted = counted_sync
+    modules = _both_flavors(counted, FLAKY)
     recorded = counted.run(*xdist, "--reruns=1", "--record-mode=once")
-    assert recorded.parseoutcomes() == {"passed": 1, "rerun": 1}
-    recorded.stdout.fnmatch_lines([exact(summary(recorded=1))])  # the attempt that counts
-    assert counted.sent == 6  # the failed attempt's recording was dropped, the rerun recorded again
-    cassette = counted.cassette().read_bytes()
+    assert recorded.parseoutcomes() == {"passed": 2, "rerun": 2}
+    recorded.stdout.fnmatch_lines([exact(summary(recorded=2))])  # the attempts that count
+    assert counted.sent == 12  # each failed attempt's recording was dropped, each rerun recorded again
+    cassettes = {module: counted.cassette(module).read_bytes() for module in modules}
 
-    (counted.pytester.path / "attempted").unlink()
+    for module in modules:
+        (counted.pytester.path / f"attempted-{module}").unlink()
     counted.pytester._monkeypatch.setenv("CI", "1")
     replayed = counted.run(*xdist, "--reruns=1")
-    assert replayed.parseoutcomes() == {"passed": 1, "rerun": 1}
-    replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    assert replayed.parseoutcomes() == {"passed": 2, "rerun": 2}
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=2))])
     assert "the session has finished" not in replayed.stdout.str()
-    assert counted.sent == 6
-    assert counted.cassette().read_bytes() == cassette
+    assert counted.sent == 12
+    assert {module: counted.cassette(module).read_bytes() for module in modules} == cassettes
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_every_repetition_replays_the_one_cassette(counted: Counted, xdist: tuple[str, ...]) -> None:
-    counted.write()
+def test_every_repetition_replays_the_one_cassette(counted_sync: Counted, xdist: tuple[str, ...]) -> None:
+    counted = counted_sync
+    modules = _both_flavors(counted)
     recorded = counted.run("--count=3", "--record-mode=once")
-    recorded.assert_outcomes(passed=3)
-    recorded.stdout.fnmatch_lines([exact(summary(replayed=2, recorded=1))])
-    assert [p.name for p in counted.cassette().parent.iterdir()] == ["test_weather.json"]
-    assert counted.sent == 3
+    recorded.assert_outcomes(passed=6)
+    recorded.stdout.fnmatch_lines([exact(summary(replayed=4, recorded=2))])
+    for module in modules:
+        assert [p.name for p in counted.cassette(module).parent.iterdir()] == ["test_weather.json"]
+    assert counted.sent == 6
 
     counted.pytester._monkeypatch.setenv("CI", "1")
     replayed = counted.run(*xdist, "--count=3")
-    replayed.assert_outcomes(passed=3)
-    replayed.stdout.fnmatch_lines([exact(summary(replayed=3))])
-    assert counted.sent == 3
+    replayed.assert_outcomes(passed=6)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=6))])
+    assert counted.sent == 6
 
 
 DYNAMIC = """

@@ -65,3 +65,24 @@ def test_a_false_ci_value_is_not_ci(sync_suite: Suite, value: str) -> None:
     sync_suite.write()
     sync_suite.pytester._monkeypatch.setenv("CI", value)
     sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_in_ci_each_failure_block_prints_once(sync_suite: Suite, xdist: tuple[str, ...]) -> None:
+    """pytest's short summary repeats a failure's whole message when CI is set: it gets the first line."""
+    sync_suite.write()
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+    sync_suite.write(name="test_missing")
+    sync_suite.pytester._monkeypatch.setenv("CI", "true")
+    sync_suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
+    result = sync_suite.run(*xdist, "--record-mode=once")
+    result.assert_outcomes(failed=2)
+    output = result.stdout.str()
+    for line in ('  actual:   "What is the weather in Oslo?"', _refusal("once", "once")[-1]):
+        assert output.count(line) == 1, output
+    assert sorted(line for line in result.stdout.lines if line.startswith("FAILED ")) == [
+        "FAILED test_missing.py::test_weather - Failed: blackbox: refusing to record "
+        "cassettes/test_missing/test_weather.json in CI (the CI environment variable is set): "
+        'record mode "once" would call the real model',
+        "FAILED test_weather.py::test_weather - blackbox: replay diverged at step 0, messages[0].content",
+    ]

@@ -338,3 +338,29 @@ def test_a_long_traceback_is_kept_and_the_block_added_below(sync_suite: Suite) -
             *(exact(line) for line in DIVERGENCE_BLOCK),
         ]
     )
+
+
+STATEMENT = 'ask(blackbox, {"base_url": anthropic_options["base_url"]}, city())'
+NO_KEY = f"""
+@pytest.mark.blackbox
+def test_weather(blackbox, anthropic_options):
+    {STATEMENT}
+"""
+
+
+def test_a_refused_recording_says_not_written_once(sync_suite: Suite) -> None:
+    """The block names the cassette as not written; no note under it says so again."""
+    test_file = sync_suite.write(body=NO_KEY)
+    result = sync_suite.run("--record-mode=once")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "blackbox: recording needs a real key: this request carries the offline placeholder key *",
+            exact("cassette: cassettes/test_weather/test_weather.json (not written: the test failed)"),
+            "",
+            *(exact(line) for line in frame(test_file, "test_weather", STATEMENT)),
+        ],
+        consecutive=True,
+    )
+    assert result.stdout.str().count("not written: the test failed") == 1
+    result.stdout.fnmatch_lines([exact(summary(not_written=1))])

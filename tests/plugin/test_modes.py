@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -71,11 +72,14 @@ def test_none_without_a_cassette_fails_with_the_command_that_records_it(suite: S
 @pytest.mark.parametrize("mode", ["all", "rewrite"])
 @pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_re_recording_an_unchanged_run_keeps_the_cassette_byte_for_byte(
-    suite: Suite, mode: str, xdist: tuple[str, ...]
+    sync_suite: Suite, mode: str, xdist: tuple[str, ...]
 ) -> None:
-    """The same run recorded again differs only in timestamps and hashes: no git churn."""
+    """The same run recorded again differs only in timestamps and hashes: no git churn.
+
+    One module of each flavor, so one inner run (the costly part under xdist) covers both."""
+    suite = sync_suite
     suite.write()
-    suite.write(name="test_other")
+    replace(suite, flavor="async").write(name="test_other")
     suite.run("--record-mode=once").assert_outcomes(passed=2)
     old = {module: suite.cassette(module).read_bytes() for module in ("test_weather", "test_other")}
     result = suite.run(*xdist, f"--record-mode={mode}")

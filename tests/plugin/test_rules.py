@@ -8,6 +8,7 @@ reached the provider; the redaction scenarios read every file the runs left behi
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests.machine import scaled
 
 from .conftest import QUIET, exact, summary
 
@@ -253,9 +255,9 @@ def test_a_redacted_address_is_in_no_file_and_the_run_replays(
     view = bare_dir.path / "run.html"
     cli = Path(sys.executable).with_name("blackbox")
     shown = subprocess.run(
-        [str(cli), "verify", str(cassette)], capture_output=True, text=True, check=False, timeout=60
+        [str(cli), "verify", str(cassette)], capture_output=True, text=True, check=False, timeout=scaled(60)
     )
-    subprocess.run([str(cli), "view", str(cassette), "-o", str(view)], check=True, timeout=60)
+    subprocess.run([str(cli), "view", str(cassette), "-o", str(view)], check=True, timeout=scaled(60))
     assert shown.returncode == 0, shown.stdout
     assert "[redacted]" in cassette.read_text(encoding="utf-8")
     files = written_files(bare_dir.path)
@@ -299,3 +301,20 @@ def test_a_custom_auth_header_is_a_secret_no_cassette_may_hold(
     )
     assert gateway_key not in result.stdout.str() + result.stderr.str()
     assert [f for f in written_files(bare_dir.path) if gateway_key.encode() in f.read_bytes()] == []
+
+
+def test_the_recipe_of_docs_pytest_prints_the_divergence_it_shows(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider
+) -> None:
+    """The recipe's ``blackbox_config``, verbatim: a replay on another day about another city fails with
+    exactly the block the page shows, the address redacted."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "pytest.md").read_text(encoding="utf-8")
+    recipes = page[page.index("### Match rules and redaction: recipes") :]
+    config = re.search(r"```python\n# conftest.py\n(.*?)```", recipes, re.DOTALL)
+    shown = re.search(r"```text\n(blackbox: replay diverged.*?)```", recipes, re.DOTALL)
+    assert config is not None and shown is not None
+    write(bare_dir, config=config.group(1))
+    record(bare_dir, clean_env, TODAY="2026-01-01")
+    later = replay(bare_dir, clean_env, fake, TODAY="2026-12-01", CITY="Oslo")
+    later.assert_outcomes(failed=1)
+    assert divergence(later) == shown.group(1).splitlines()

@@ -35,6 +35,7 @@ from tests import VECTORS
 from tests.agents import PROGRAM
 from tests.agents.lookup import DEFAULT_TURNS, FINAL, Lookup, record, run_agent, script, tool_specs
 from tests.conftest import NetworkGuard
+from tests.machine import scaled
 
 from .conftest import SDKS, files_in, final_body, hanging_answer
 
@@ -186,7 +187,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
 
 def launch(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pytest_blackbox.cli", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(120), check=False)
 
 
 def program_env(sdk: str, root: str, **extra: str) -> dict[str, str]:
@@ -319,7 +320,11 @@ def test_6_an_exit_with_a_call_running_ends_with_calls_in_flight(
     )
     try:
         proc = subprocess.run(
-            [sys.executable, str(PROGRAM), scenario], env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, str(PROGRAM), scenario],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=scaled(120),
         )
     finally:
         release.set()

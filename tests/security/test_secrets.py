@@ -33,6 +33,7 @@ from pytest_blackbox.trace.recorder import TraceRecorder
 from tests import TEST_KEYS, VECTORS
 from tests.agents import PROGRAM
 from tests.agents.lookup import DEFAULT_TURNS, FINAL, Lookup, record, run_agent, script
+from tests.machine import scaled
 
 from .conftest import KEYS, LITERAL_KEY, SDKS, files_in
 
@@ -226,7 +227,7 @@ def launch(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
         str(PROGRAM),
         "finish",
     ]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=scaled(120), check=False)
 
 
 #: Launcher runs are real processes (slow), so each SDK gets its own key format and the literal key.
@@ -500,7 +501,11 @@ def test_the_exit_safety_net_refuses_a_leaky_cassette_without_printing_the_key(
         PYTHONWARNINGS="ignore",
     )
     proc = subprocess.run(
-        [sys.executable, str(PROGRAM), "no-finish"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, str(PROGRAM), "no-finish"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines()[-1].startswith(f"blackbox (at process exit): {LEAK} (the value of")

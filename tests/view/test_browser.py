@@ -18,6 +18,7 @@ from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.analysis.view import render_diff_html, render_run_html
 from pytest_blackbox.trace.model import Trace
 from tests import vector_path
+from tests.machine import scaled
 
 from .conftest import FORK_CHILD, FORK_PARENT, TRIAGE, vector
 from .devtools import CHROMIUM, Page, chromium, png_pixels
@@ -100,7 +101,7 @@ def test_diff_page_reveals_targets_in_the_collapsed_prefix(browser: Page, tmp_pa
     assert browser.evaluate("[...document.querySelectorAll('li.divergence details.fold')].every(d => d.open)")
     assert browser.evaluate("document.querySelector('li.divergence').getBoundingClientRect().top") < 100
     browser.evaluate("window.location.hash = '#parent-step-1'")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + scaled(10)
     while (
         not browser.evaluate("document.querySelector('details.shared').open") and time.monotonic() < deadline
     ):
@@ -144,7 +145,7 @@ def test_a_ten_thousand_step_page_opens_and_stays_responsive(
     started = time.perf_counter()
     open_page(browser, tmp_path, html)
     loaded = time.perf_counter() - started
-    assert loaded < 30
+    assert loaded < scaled(30)
     assert browser.evaluate("document.querySelectorAll('li.step').length") == 10_003
     click_ms = browser.evaluate(
         "(() => { const t = performance.now();"
@@ -157,6 +158,6 @@ def test_a_ten_thousand_step_page_opens_and_stays_responsive(
         print(
             f"\nChromium: 10,003-step page loaded in {loaded:.2f} s, a deep fold opened in {click_ms:.0f} ms"
         )
-    assert click_ms < 2000
+    assert click_ms < scaled(2000)
     assert browser.evaluate("document.querySelector('#step-9003 details.fold').open") is True
     assert problems(browser) == []
