@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
-from ..analysis.diff import diff_outcome, diff_traces, render_diff
+from ..analysis.diff import diff_outcome, diff_traces, is_fork_pair, render_diff
 from ..analysis.labels import describe_step
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
 from ..engine.keys import KEY_VARIABLES, environment_keys
@@ -89,20 +89,45 @@ def _add_diff(sub: argparse._SubParsersAction[Any]) -> None:
         "diff",
         "find the first step where two cassettes diverge",
         "Compare two cassettes step by step and report the first divergence, the value that changed and "
-        "whether the outcome (status, final answer, tool path) changed. Steps are compared by hash, right "
-        "for a fork and its parent; --semantic compares step type and payload only, for two separate "
-        "recordings of the same run. Exits 0 once compared (diverging or not), 1 if a cassette cannot be "
-        "loaded.",
+        "whether the outcome (status, final answer, tool path) changed. A fork and its parent are "
+        "compared by step hash; any other two cassettes (two recordings of one test, say) by step type "
+        "and payload, since their timestamps and so their hashes differ from step 0. --semantic and "
+        "--by-hash choose the comparison. Exits 0 once compared (diverging or not), 1 if a cassette "
+        "cannot be loaded.",
         [
-            "blackbox diff runs/weather.json runs/hot.json",
-            "blackbox diff runs/before.json runs/after.json --semantic",
+            "blackbox diff runs/weather.json runs/weather-fork.json",
+            "git show HEAD:tests/cassettes/test_agent/test_weather.json > before.json && "
+            "blackbox diff before.json tests/cassettes/test_agent/test_weather.json",
         ],
     )
     parser.add_argument("parent", help="the parent (baseline) cassette")
     parser.add_argument("child", help="the child (comparison) cassette")
-    parser.add_argument("--semantic", action="store_true", help="ignore timestamps and hash-chain fields")
+    add_comparison_options(parser)
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.set_defaults(func=run_diff)
+
+
+def add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """``--semantic`` and ``--by-hash``; without either, :func:`compares_semantically` decides."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--semantic",
+        action="store_true",
+        help="compare step type and payload only, ignoring timestamps and hash-chain fields "
+        "(the default unless one cassette is a fork of the other)",
+    )
+    group.add_argument(
+        "--by-hash",
+        action="store_true",
+        help="compare step hashes, as for a fork and its parent (the default for those)",
+    )
+
+
+def compares_semantically(args: argparse.Namespace, parent: Trace, child: Trace) -> bool:
+    """The comparison asked for, else by hash for a fork pair and by type and payload otherwise."""
+    if args.semantic or args.by_hash:
+        return bool(args.semantic)
+    return not is_fork_pair(parent, child)
 
 
 def _add_inspect(sub: argparse._SubParsersAction[Any]) -> None:
@@ -268,7 +293,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_diff(args: argparse.Namespace) -> int:
     keys = api_keys()
     parent, child = load_trace(args.parent), load_trace(args.child)
-    diff = diff_traces(parent, child, semantic=args.semantic)
+    diff = diff_traces(parent, child, semantic=compares_semantically(args, parent, child))
     outcome = diff_outcome(parent, child)
     if args.json:
         data = diff.to_json()
