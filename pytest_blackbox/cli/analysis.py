@@ -1,5 +1,5 @@
-"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``; they import only the
-analysis side and the key variable names (``engine.keys``). See docs/cli-analysis.md.
+"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list``, ``assert`` and ``textconv``;
+they import only the analysis side and the key variable names (``engine.keys``). See docs/cli-analysis.md.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any, TextIO
 from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
 from ..analysis.diff import diff_outcome, diff_traces, is_fork_pair, render_diff
 from ..analysis.labels import describe_step
+from ..analysis.textconv import cassette_text, is_cassette_document
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
 from ..engine.keys import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError
-from ..trace.io import load_trace
+from ..trace.io import load_trace, parse_json, read_text
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
@@ -34,12 +35,13 @@ PARALLEL_FROM_BYTES = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``."""
+    """Add ``verify``, ``diff``, ``inspect``, ``list``, ``assert`` and ``textconv``."""
     _add_verify(sub)
     _add_diff(sub)
     _add_inspect(sub)
     _add_list(sub)
     _add_assert(sub)
+    _add_textconv(sub)
 
 
 def _add_key_option(parser: argparse.ArgumentParser) -> None:
@@ -182,6 +184,25 @@ def _add_assert(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_key_option(parser)
     parser.set_defaults(func=run_assert)
+
+
+def _add_textconv(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = add_command(
+        sub,
+        "textconv",
+        "print a cassette as stable text for git diff (a diff driver)",
+        "Print a cassette as line-oriented text without what differs between two recordings of the "
+        "same run (createdAt, timestamps, hashes, step ids): a header with the id and the outcome, then "
+        "each step's index, type and indented payload. Set it as git's textconv for cassettes and "
+        "git diff, git log -p and git show print only what changed in the run. A file that is not a "
+        "cassette is printed as it is. Exits 0, or 1 if the file cannot be read.",
+        [
+            "blackbox textconv tests/cassettes/test_agent/test_weather.json",
+            'git config diff.blackbox.textconv "blackbox textconv"',
+        ],
+    )
+    parser.add_argument("cassette", help="the cassette file (git passes a temporary copy)")
+    parser.set_defaults(func=run_textconv)
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,6 +422,16 @@ def run_list(args: argparse.Namespace) -> int:
         valid += 1
         print(list_line(file.relative_to(directory).as_posix(), trace, keys))
     print(f"{valid} of {len(files)} trace(s) valid, {len(files) - valid} warning(s).")
+    return 0
+
+
+def run_textconv(args: argparse.Namespace) -> int:
+    text = read_text(args.cassette)
+    try:
+        doc = parse_json(text, path=args.cassette)
+    except CassetteError:
+        doc = None  # not JSON this package reads: shown as it is, so git diff still works
+    sys.stdout.write(cassette_text(doc) if is_cassette_document(doc) else text)
     return 0
 
 
