@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .demo.fork import fork_run
     from .engine.ending import RunReport
     from .engine.mcp import MCPClient, mcp_client
+    from .engine.observed import AgentRun, ModelCall, ToolCall
     from .engine.rules import Secrets
     from .engine.session import Session, blackbox
     from .plugin.testrun import CassetteSession
@@ -37,12 +38,14 @@ if TYPE_CHECKING:
     from .trace.model import Trace, TraceStep
 
 __all__ = [
+    "AgentRun",
     "BlackboxError",
     "BlackboxUnsupportedError",
     "BlackboxUsageError",
     "CassetteError",
     "CassetteSession",
     "MCPClient",
+    "ModelCall",
     "OfflineRequestError",
     "RecordedToolError",
     "ReplayDivergenceError",
@@ -50,6 +53,7 @@ __all__ = [
     "SecretLeakError",
     "Secrets",
     "Session",
+    "ToolCall",
     "Trace",
     "TraceStep",
     "UnreplayableWarning",
@@ -64,6 +68,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AgentRun": "engine.observed",
+    "ModelCall": "engine.observed",
+    "ToolCall": "engine.observed",
     "CassetteSession": "plugin.testrun",
     "MCPClient": "engine.mcp",
     "mcp_client": "engine.mcp",

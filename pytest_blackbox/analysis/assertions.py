@@ -17,7 +17,16 @@ from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import truncate_masked
 from .verify import InvariantStatus, VerifyReport, render_row, render_verify_report, verify_trace
 
-__all__ = ["AssertReport", "CheckResult", "assert_cassette", "parse_tools", "render_assert_report"]
+__all__ = [
+    "AssertReport",
+    "CheckResult",
+    "assert_cassette",
+    "check_final_answer",
+    "check_status",
+    "check_tools",
+    "parse_tools",
+    "render_assert_report",
+]
 
 SKIPPED: Final = "skipped (verification failed)"
 #: Answers in a report row are cut here (masked first), so one row stays readable.
@@ -73,6 +82,21 @@ def _compare(name: str, expected: Any, actual: Any, shown_expected: str, shown_a
     return CheckResult(name, "fail", f"expected {shown_expected}, got {shown_actual}")
 
 
+def check_status(expected: str, actual: str) -> CheckResult:
+    """The terminal status, exactly."""
+    return _compare("status", expected, actual, expected, actual)
+
+
+def check_final_answer(expected: str, actual: str | None, keys: Sequence[str] = ()) -> CheckResult:
+    """The final answer, exactly (both shown quoted, masked and cut)."""
+    return _compare("final_answer", expected, actual, _quoted(expected, keys), _quoted(actual, keys))
+
+
+def check_tools(expected: Sequence[str], actual: Sequence[str]) -> CheckResult:
+    """The names of the tools called, exactly and in order (``[]``: no tool call)."""
+    return _compare("tools", list(expected), list(actual), _tools_text(expected), _tools_text(actual))
+
+
 def _checks(
     trace: Trace,
     keys: Sequence[str],
@@ -84,12 +108,9 @@ def _checks(
     outcome = terminal_outcome(trace)
     results: list[CheckResult] = []
     if status is not None:
-        results.append(_compare("status", status, outcome.status, status, outcome.status))
+        results.append(check_status(status, outcome.status))
     if final_answer is not None:
-        got = outcome.final_answer
-        results.append(
-            _compare("final_answer", final_answer, got, _quoted(final_answer, keys), _quoted(got, keys))
-        )
+        results.append(check_final_answer(final_answer, outcome.final_answer, keys))
     if failure_reason is not None:
         got = outcome.failure_reason
         results.append(
@@ -98,8 +119,7 @@ def _checks(
             )
         )
     if tools is not None:
-        names = tool_call_sequence(trace)
-        results.append(_compare("tools", list(tools), names, _tools_text(tools), _tools_text(names)))
+        results.append(check_tools(tools, tool_call_sequence(trace)))
     return results
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "TraceDiff",
     "diff_outcome",
     "diff_traces",
+    "is_fork_pair",
     "render_diff",
 ]
 
@@ -105,6 +106,18 @@ def _same_step(parent: TraceStep, child: TraceStep, semantic: bool) -> bool:
     if semantic:
         return _semantic_key(parent) == _semantic_key(child)
     return parent.get("hash") == child.get("hash")
+
+
+def is_fork_pair(parent: Trace, child: Trace) -> bool:
+    """Whether one trace is a fork of the other (its ``parentId`` is the other's id).
+
+    A fork copies its parent's steps before the fork point verbatim, so the hashes show exactly where
+    it departs. Any other two traces are separate recordings, whose timestamps, and so hashes, differ
+    from step 0: only their types and payloads say where the runs differ. The commands compare by
+    hash for a fork pair and semantically otherwise, unless told (``--semantic``, ``--by-hash``).
+    """
+    parent_id, child_id = parent.get("id"), child.get("id")
+    return child.get("parentId") == parent_id or parent.get("parentId") == child_id
 
 
 def diff_traces(parent: Trace, child: Trace, *, semantic: bool = False) -> TraceDiff:

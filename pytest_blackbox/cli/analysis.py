@@ -1,5 +1,5 @@
-"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``; they import only the
-analysis side and the key variable names (``engine.keys``). See docs/cli-analysis.md.
+"""The read-only commands ``verify``, ``diff``, ``inspect``, ``list``, ``assert`` and ``textconv``;
+they import only the analysis side and the key variable names (``engine.keys``). See docs/cli-analysis.md.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
-from ..analysis.diff import diff_outcome, diff_traces, render_diff
+from ..analysis.diff import diff_outcome, diff_traces, is_fork_pair, render_diff
 from ..analysis.labels import describe_step
+from ..analysis.textconv import cassette_text, is_cassette_document
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
 from ..engine.keys import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError
-from ..trace.io import load_trace
+from ..trace.io import load_trace, parse_json, read_text
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome
 from ..trace.secrets import mask
@@ -34,12 +35,13 @@ PARALLEL_FROM_BYTES = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add ``verify``, ``diff``, ``inspect``, ``list`` and ``assert``."""
+    """Add ``verify``, ``diff``, ``inspect``, ``list``, ``assert`` and ``textconv``."""
     _add_verify(sub)
     _add_diff(sub)
     _add_inspect(sub)
     _add_list(sub)
     _add_assert(sub)
+    _add_textconv(sub)
 
 
 def _add_key_option(parser: argparse.ArgumentParser) -> None:
@@ -89,20 +91,45 @@ def _add_diff(sub: argparse._SubParsersAction[Any]) -> None:
         "diff",
         "find the first step where two cassettes diverge",
         "Compare two cassettes step by step and report the first divergence, the value that changed and "
-        "whether the outcome (status, final answer, tool path) changed. Steps are compared by hash, right "
-        "for a fork and its parent; --semantic compares step type and payload only, for two separate "
-        "recordings of the same run. Exits 0 once compared (diverging or not), 1 if a cassette cannot be "
-        "loaded.",
+        "whether the outcome (status, final answer, tool path) changed. A fork and its parent are "
+        "compared by step hash; any other two cassettes (two recordings of one test, say) by step type "
+        "and payload, since their timestamps and so their hashes differ from step 0. --semantic and "
+        "--by-hash choose the comparison. Exits 0 once compared (diverging or not), 1 if a cassette "
+        "cannot be loaded.",
         [
-            "blackbox diff runs/weather.json runs/hot.json",
-            "blackbox diff runs/before.json runs/after.json --semantic",
+            "blackbox diff runs/weather.json runs/weather-fork.json",
+            "git show HEAD:tests/cassettes/test_agent/test_weather.json > before.json && "
+            "blackbox diff before.json tests/cassettes/test_agent/test_weather.json",
         ],
     )
     parser.add_argument("parent", help="the parent (baseline) cassette")
     parser.add_argument("child", help="the child (comparison) cassette")
-    parser.add_argument("--semantic", action="store_true", help="ignore timestamps and hash-chain fields")
+    add_comparison_options(parser)
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.set_defaults(func=run_diff)
+
+
+def add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """``--semantic`` and ``--by-hash``; without either, :func:`compares_semantically` decides."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--semantic",
+        action="store_true",
+        help="compare step type and payload only, ignoring timestamps and hash-chain fields "
+        "(the default unless one cassette is a fork of the other)",
+    )
+    group.add_argument(
+        "--by-hash",
+        action="store_true",
+        help="compare step hashes, as for a fork and its parent (the default for those)",
+    )
+
+
+def compares_semantically(args: argparse.Namespace, parent: Trace, child: Trace) -> bool:
+    """The comparison asked for, else by hash for a fork pair and by type and payload otherwise."""
+    if args.semantic or args.by_hash:
+        return bool(args.semantic)
+    return not is_fork_pair(parent, child)
 
 
 def _add_inspect(sub: argparse._SubParsersAction[Any]) -> None:
@@ -157,6 +184,25 @@ def _add_assert(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_key_option(parser)
     parser.set_defaults(func=run_assert)
+
+
+def _add_textconv(sub: argparse._SubParsersAction[Any]) -> None:
+    parser = add_command(
+        sub,
+        "textconv",
+        "print a cassette as stable text for git diff (a diff driver)",
+        "Print a cassette as line-oriented text without what differs between two recordings of the "
+        "same run (createdAt, timestamps, hashes, step ids): a header with the id and the outcome, then "
+        "each step's index, type and indented payload. Set it as git's textconv for cassettes and "
+        "git diff, git log -p and git show print only what changed in the run. A file that is not a "
+        "cassette is printed as it is. Exits 0, or 1 if the file cannot be read.",
+        [
+            "blackbox textconv tests/cassettes/test_agent/test_weather.json",
+            'git config diff.blackbox.textconv "blackbox textconv"',
+        ],
+    )
+    parser.add_argument("cassette", help="the cassette file (git passes a temporary copy)")
+    parser.set_defaults(func=run_textconv)
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,7 +314,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_diff(args: argparse.Namespace) -> int:
     keys = api_keys()
     parent, child = load_trace(args.parent), load_trace(args.child)
-    diff = diff_traces(parent, child, semantic=args.semantic)
+    diff = diff_traces(parent, child, semantic=compares_semantically(args, parent, child))
     outcome = diff_outcome(parent, child)
     if args.json:
         data = diff.to_json()
@@ -376,6 +422,16 @@ def run_list(args: argparse.Namespace) -> int:
         valid += 1
         print(list_line(file.relative_to(directory).as_posix(), trace, keys))
     print(f"{valid} of {len(files)} trace(s) valid, {len(files) - valid} warning(s).")
+    return 0
+
+
+def run_textconv(args: argparse.Namespace) -> int:
+    text = read_text(args.cassette)
+    try:
+        doc = parse_json(text, path=args.cassette)
+    except CassetteError:
+        doc = None  # not JSON this package reads: shown as it is, so git diff still works
+    sys.stdout.write(cassette_text(doc) if is_cassette_document(doc) else text)
     return 0
 
 

@@ -18,7 +18,7 @@ from ..errors import BlackboxUsageError
 from ..trace.errors import CassetteSchemaError
 from ..trace.io import load_trace, parse_json, read_text
 from ..trace.secrets import mask
-from .analysis import api_keys
+from .analysis import add_comparison_options, api_keys, compares_semantically
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -41,9 +41,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("cassette", help="the cassette to show (the parent, when a second is given)")
     parser.add_argument("other", nargs="?", metavar="child", help="a second cassette: show both side by side")
     parser.add_argument("-o", "--output", metavar="FILE", help="where to write the page (.html)")
-    parser.add_argument(
-        "--semantic", action="store_true", help="with two cassettes: compare step type and payload only"
-    )
+    add_comparison_options(parser)
     parser.set_defaults(func=run_view)
 
 
@@ -95,10 +93,9 @@ def run_view(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(args.cassette, args.other)
     _check_output(output, inputs)
     if args.other is None:
-        if args.semantic:
-            raise BlackboxUsageError(
-                "--semantic compares two cassettes: give a second cassette to compare with"
-            )
+        if args.semantic or args.by_hash:
+            flag = "--semantic" if args.semantic else "--by-hash"
+            raise BlackboxUsageError(f"{flag} compares two cassettes: give a second cassette to compare with")
         trace, report = load_for_view(args.cassette, keys)
         page = render_run_html(trace, verify_report=report, secrets=keys, source=args.cassette)
         verdict = (
@@ -108,7 +105,11 @@ def run_view(args: argparse.Namespace) -> int:
     else:
         parent, child = load_trace(args.cassette), load_trace(args.other)
         page = render_diff_html(
-            parent, child, semantic=args.semantic, secrets=keys, labels=(args.cassette, args.other)
+            parent,
+            child,
+            semantic=compares_semantically(args, parent, child),
+            secrets=keys,
+            labels=(args.cassette, args.other),
         )
         summary = f"{len(parent['steps'])} vs {len(child['steps'])} step(s)"
     _write(output, page)

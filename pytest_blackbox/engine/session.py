@@ -31,6 +31,7 @@ from .ending import Ending, RunReport, check_finish_arguments
 from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
+from .observed import AgentRun, ModelCall, ToolLog, model_calls_of
 from .options import _UNSET, SessionOptions, resolve_options
 from .recording import Recording, ToolInvocation
 from .replay import RecordedPair, ReplayCursor, load_cassette
@@ -97,6 +98,8 @@ class Session(Ending):
         self._interceptor: Interceptor | None = None
         self._fork: SessionFork | None = None
         self.report: RunReport | None = None
+        #: The wrapped tools' calls as the agent saw them (``run``).
+        self.tool_log = ToolLog()
         #: Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did.
         self.went_live_at: int | None = None
         self._prepare(trace)
@@ -313,9 +316,22 @@ class Session(Ending):
         """Wrap one tool under the name the model uses for it."""
         if not isinstance(name, str) or not name:
             raise BlackboxUsageError("a tool name must be a non-empty string")
-        if self.mode == "off":
-            return fn
-        return wrap_tool(self._tool_port, name, fn)
+        wrapped = fn if self.mode == "off" else wrap_tool(self._tool_port, name, fn)
+        return self.tool_log.observe(name, fn, wrapped)
+
+    @property
+    def run(self) -> AgentRun:
+        """The run so far: model calls, tool calls and (once finished) the status; see ``observed``."""
+        with self._lock:
+            if self._recording is not None:
+                model_calls = model_calls_of(self._recording.recorder.steps)
+            elif self._cursor is not None:
+                used = [t for t in self._cursor.turns if t.consumed and t.output is not None]
+                model_calls = [ModelCall(t.input["payload"], t.output["payload"]) for t in used if t.output]
+            else:
+                model_calls = []
+            status = self.report.status if self.report is not None else None
+            return AgentRun(tuple(model_calls), self.tool_log.calls(), status)
 
     def _begin_tool(self, name: str, tool_input: Any) -> Answered | ToolInvocation:
         """Answer from the cassette (replay) or register a real run (record); refusals come first."""

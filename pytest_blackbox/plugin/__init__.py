@@ -29,6 +29,8 @@ _UNMARKED_KEY: pytest.StashKey[UnmarkedGuard] = pytest.StashKey()
 _PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
 #: Derived cassette path → (the test it belongs to, its node id): two tests never share one unasked.
 _CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
+#: What the terminal summary says about the ``--blackbox-report`` written at session end.
+_REPORT_NOTE_KEY = pytest.StashKey[str]()
 
 
 def _group(parser: pytest.Parser) -> pytest.OptionGroup:
@@ -75,6 +77,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         metavar="HOSTS",
         help="comma-separated hosts a replay may connect to besides loopback, added to every test's own",
+    )
+    group.addoption(
+        "--blackbox-report",
+        action="store",
+        default=None,
+        metavar="PATH",
+        help="write a markdown report of the cassettes this run re-recorded to PATH; 'github' appends it "
+        "to $GITHUB_STEP_SUMMARY (ini: blackbox_report)",
+    )
+    parser.addini(
+        "blackbox_report",
+        "where --blackbox-report writes when not given: a path relative to the rootdir, or github",
     )
     parser.addini(
         "blackbox_record_mode",
@@ -392,13 +406,27 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Send a worker's summary to the xdist controller; fold cassette failures into the exit status."""
     config = session.config
     summary = config.stash.get(_SUMMARY_KEY, None)
+    wants_report = config.getoption("blackbox_report", None) or config.getini("blackbox_report")
+    if summary is None and wants_report and not hasattr(config, "workerinput"):
+        summary = _summary(config)  # no blackbox test ran: the report still says so
     if summary is None:
         return
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["blackbox"] = summary.to_json()
-    elif summary.failed() and session.exitstatus == pytest.ExitCode.OK:
+        return
+    _write_review_report(config, summary)
+    if summary.failed() and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_review_report(config: pytest.Config, summary: Summary) -> None:
+    """The controller (or the only process) writes one report, for every worker's tests."""
+    from .review import render_report, report_target, write_report
+
+    target = report_target(config)
+    if target is not None:
+        config.stash[_REPORT_NOTE_KEY] = write_report(target, render_report(summary, summary.current_line()))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -413,3 +441,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     summary = config.stash.get(_SUMMARY_KEY, None)
     if summary is not None and not hasattr(config, "workerinput"):
         summary.write(terminalreporter, verbose=config.getoption("verbose", 0) > 0)
+    note = config.stash.get(_REPORT_NOTE_KEY, None)
+    if note is not None:
+        terminalreporter.write_line(note)

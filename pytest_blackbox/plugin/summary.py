@@ -78,6 +78,8 @@ class Summary:
     outcomes: dict[str, str] = field(default_factory=dict)
     #: Re-recorded cassette → where it first departs from the old one.
     changed: dict[str, str] = field(default_factory=dict)
+    #: Cassettes recorded where none was before.
+    new: set[str] = field(default_factory=set)
     used: set[str] = field(default_factory=set)
     claimed: set[str] = field(default_factory=set)
     folders: set[str] = field(default_factory=set)
@@ -110,6 +112,8 @@ class Summary:
             self.add_outcome(run.item, run.outcome)
         if run.change is not None and run.outcome == "recorded":
             self.changed[str(run.cassette)] = run.change
+        elif run.outcome == "recorded" and run.fork_out is None and not run.settings.live:
+            self.new.add(str(run.cassette))
         self.used.add(str(run.cassette))
         settings = run.settings
         if run.session is not None and not (settings.live or settings.explicit_cassette):
@@ -132,6 +136,7 @@ class Summary:
             {
                 "outcomes": self.outcomes,
                 "changed": self.changed,
+                "new": sorted(self.new),
                 "used": sorted(self.used),
                 "claimed": sorted(self.claimed),
                 "folders": sorted(self.folders),
@@ -144,6 +149,7 @@ class Summary:
         data: dict[str, Any] = json.loads(text)
         self.outcomes.update(data["outcomes"])
         self.changed.update(data["changed"])
+        self.new.update(data["new"])
         self.used.update(data["used"])
         self.claimed.update(data["claimed"])
         self.folders.update(data["folders"])
@@ -151,7 +157,8 @@ class Summary:
             self.owners.setdefault(path, {}).update(tests)
         self.partial = self.partial or data["partial"]
 
-    def _shown(self, path: str) -> str:
+    def shown(self, path: str) -> str:
+        """A path as the user types it: relative to the rootdir when it is inside."""
         try:
             return Path(path).relative_to(self.root).as_posix()
         except ValueError:
@@ -165,6 +172,10 @@ class Summary:
         parts += [f"{counts[key]} {label}" for key, label in COUNTED_IF_ANY if counts.get(key, 0)]
         return "blackbox: " + ", ".join(parts)
 
+    def current_line(self) -> str:
+        """The counts line as the terminal shows it (unused cassettes looked for unless partial)."""
+        return self.line(None if self.partial else len(self.unused()))
+
     def write(self, terminal: Any, *, verbose: bool) -> None:
         """The counts, each changed cassette, then (with ``-v``) each unused one; nothing if no test ran."""
         unused = None if self.partial else self.unused()
@@ -172,11 +183,11 @@ class Summary:
             return
         terminal.write_line(self.line(None if unused is None else len(unused)))
         for path, change in sorted(self.changed.items()):
-            terminal.write_line(f"  changed: {self._shown(path)} ({change})")
+            terminal.write_line(f"  changed: {self.shown(path)} ({change})")
         for path, tests in sorted(self.shared().items()):
             together = " and ".join(tests)
-            terminal.write_line(f"blackbox: {together} each used the cassette {self._shown(path)}")
+            terminal.write_line(f"blackbox: {together} each used the cassette {self.shown(path)}")
             terminal.write_line(shared_cassette_advice("all but one of them"))
         if verbose:
             for path in unused or ():
-                terminal.write_line(f"  unused: {self._shown(path)}")
+                terminal.write_line(f"  unused: {self.shown(path)}")

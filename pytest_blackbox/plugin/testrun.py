@@ -37,6 +37,7 @@ from ..errors import (
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
 from .config import Settings, rerecord_command
+from .expect import RunAssertions
 from .paths import pending_owner, pending_path, shared_cassette_advice, trace_id_for
 from .report import short_report, shown_path
 from .rerecord import first_change
@@ -81,8 +82,9 @@ def _match_hint(message: str) -> str:
     return message.replace("rerun with --match sequence", "rerun with --blackbox-match=sequence")
 
 
-class CassetteSession(Session):
-    """The ``blackbox`` fixture: the test's session, plus where its cassette is and its record mode."""
+class CassetteSession(Session, RunAssertions):
+    """The ``blackbox`` fixture: the test's session, where its cassette is, its record mode, and
+    assertions on what the agent did (``run``, ``assert_tools``, …; see ``expect``)."""
 
     def __init__(
         self, options: SessionOptions, *, cassette_path: Path, record_mode: str, trace: Trace | None = None

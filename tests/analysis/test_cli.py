@@ -257,3 +257,54 @@ def test_iso_time() -> None:
     assert iso_time(1790672700350) == "2026-09-29T09:05:00.350Z"
     assert iso_time(-1) == "1969-12-31T23:59:59.999Z"
     assert iso_time(1e300) == "1e+300 (not a valid time)"
+
+
+FIXED = VECTORS / "examples/fleet-triage/cassettes/triage-fixed.json"
+FORK_PARENT = VECTORS / "fixtures/traces/fork-parent.v2.json"
+FORK_CHILD = VECTORS / "fixtures/traces/fork-child.v2.json"
+
+
+@pytest.mark.parametrize(
+    ("pair", "flags", "comparison", "index"),
+    [
+        ((TRIAGE, FIXED), [], "semantic", 5),  # two recordings: by type and payload
+        ((TRIAGE, FIXED), ["--by-hash"], "integrity", 0),  # only step 0's timestamp differs
+        ((FORK_PARENT, FORK_CHILD), [], "integrity", 3),  # a fork and its parent: by hash
+        ((FORK_CHILD, FORK_PARENT), [], "integrity", 3),  # in either order
+        ((FORK_PARENT, FORK_CHILD), ["--semantic"], "semantic", 3),
+    ],
+)
+def test_diff_compares_recordings_semantically_and_forks_by_hash(
+    pair: tuple[Path, Path], flags: list[str], comparison: str, index: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diff", *map(str, pair), *flags, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["comparison"], data["firstDivergenceIndex"]) == (comparison, index)
+
+
+def test_default_diff_of_two_recordings_names_the_real_change(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diff", str(TRIAGE), str(FIXED)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3:8] == [
+        "Comparison:      semantic (step type + payload; timestamps and hash-chain fields ignored)",
+        "Shared prefix:  5 step(s)",
+        "",
+        "Summary:        tool_result differs at index 5",
+        "First divergence at index 5",
+    ]
+
+
+def test_the_fork_report_is_unchanged_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """The original Blackbox's report of a fork pair, line for line: no comparison line, by hash."""
+    assert main(["diff", str(FORK_PARENT), str(FORK_CHILD)]) == 0
+    by_default = capsys.readouterr().out
+    assert main(["diff", str(FORK_PARENT), str(FORK_CHILD), "--by-hash"]) == 0
+    assert capsys.readouterr().out == by_default
+    assert "Comparison:" not in by_default
+
+
+def test_semantic_and_by_hash_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["diff", str(TRIAGE), str(FIXED), "--semantic", "--by-hash"])
+    assert exit_info.value.code == 2
+    assert "argument --by-hash: not allowed with argument --semantic" in capsys.readouterr().err

@@ -56,6 +56,23 @@ def test_output_option_and_semantic_flag(tmp_path: Path) -> None:
     assert any(row.text().startswith("semantic (") for row in rows)
 
 
+@pytest.mark.parametrize(
+    ("flags", "comparison", "index"), [([], "semantic (", "5"), (["--by-hash"], "integrity", "0")]
+)
+def test_two_recordings_are_compared_semantically_unless_told(
+    tmp_path: Path, flags: list[str], comparison: str, index: str
+) -> None:
+    incident, fixed = (
+        vector_path(f"examples/fleet-triage/cassettes/{n}.json") for n in ("triage-incident", "triage-fixed")
+    )
+    out = tmp_path / "diff.html"
+    assert main(["view", str(incident), str(fixed), *flags, "-o", str(out)]) == 0
+    page = parse_page(out.read_text(encoding="utf-8"))
+    rows = page.one("dl", "meta").find_all("dd")
+    assert any(row.text().startswith(comparison) for row in rows)
+    assert page.one("li", "divergence").attrs["data-index"] == index
+
+
 def test_a_cassette_failing_verification_still_renders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -126,10 +143,11 @@ def test_the_page_never_overwrites_a_cassette(tmp_path: Path, capsys: pytest.Cap
     assert cassette.read_bytes() == before
 
 
-def test_semantic_needs_two_cassettes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["view", str(vector_path(SUCCESS)), "--semantic"]) == 1
+@pytest.mark.parametrize("flag", ["--semantic", "--by-hash"])
+def test_a_comparison_flag_needs_two_cassettes(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["view", str(vector_path(SUCCESS)), flag]) == 1
     assert capsys.readouterr().err == (
-        "blackbox view: --semantic compares two cassettes: give a second cassette to compare with\n"
+        f"blackbox view: {flag} compares two cassettes: give a second cassette to compare with\n"
     )
 
 
