@@ -353,10 +353,10 @@ class TestRun:
             ]
         )
 
-    def _connection_refused(self, where: str, port: int) -> str:
+    def _connection_refused(self, action: str, where: str) -> str:
         hosts = ",".join([*self.settings.allowed_hosts, where.split(":", 1)[0]])
         return (
-            f"blackbox: {self.item.nodeid} tried to connect to {where} during a replay; "
+            f"blackbox: {self.item.nodeid} tried to {action} {where} during a replay; "
             "a replay reaches loopback only\n"
             "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
             f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={hosts}"
