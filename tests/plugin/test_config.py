@@ -241,6 +241,12 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
             '(write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)',
         ),
         ("cassette_dir=''", "cassette_dir='' must be a non-empty path"),
+        (r"cassette='a\x00b'", r"cassette='a\x00b' must be a path without a NUL character (\x00)"),
+        (
+            "redact=['']",
+            "redact: the pattern '' matches the empty text, so it would apply between every two characters; "
+            "give a pattern that matches at least one character",
+        ),
         (
             "match=3",
             'match=3 must be one of "strict", "sequence", or a function (recorded_model_input, '
