@@ -347,7 +347,7 @@ class TestRun:
             [
                 f"blackbox: the cassette failed verification: {failure.name}{where}",
                 *rows,
-                ACTIONS[failure.name],
+                _pytest_advice(ACTIONS[failure.name]),
                 f"cassette: {shown}",
                 f"re-record: {rerecord_command(self.item, 'all')}",
             ]
@@ -530,3 +530,8 @@ def _error_outcome(error: BaseException, recording: bool) -> Outcome:
     if isinstance(error, CassetteError):
         return "invalid"
     return "failed"
+
+
+def _pytest_advice(action: str) -> str:
+    """verify's advice as a pytest user takes it: the re-record line below replaces ``blackbox record``."""
+    return action.replace(" (`blackbox record --out <file> -- <command>`)", " (the command below)")

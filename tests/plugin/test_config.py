@@ -389,3 +389,19 @@ def test_allowed_hosts_from_the_command_line_add_to_the_tests_own(pytester: pyte
         "--blackbox-allowed-hosts=a,b",
     )
     assert settings.allowed_hosts == ("db.internal", "a", "b")
+
+
+def test_the_session_is_function_scoped_as_documented(bare_dir: pytest.Pytester) -> None:
+    """docs/pytest.md says a wider fixture cannot ask for it, and gets pytest's own error."""
+    bare_dir.makepyfile(
+        test_scope="import pytest\n\n@pytest.fixture(scope='module')\ndef wide(blackbox):\n"
+        "    return blackbox\n\n\ndef test_scope(wide):\n    pass\n"
+    )
+    result = bare_dir.runpytest(*QUIET)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "ScopeMismatch: You tried to access the function scoped fixture blackbox with a module scoped "
+            "request object*"
+        ]
+    )
