@@ -253,7 +253,7 @@ def _changed_value_lines(parent: TraceStep, child: TraceStep, secrets: list[str]
             f"    parent: {render_value(before, secrets, CHANGED_VALUE_LIMIT)}",
             f"    child:  {render_value(after, secrets, CHANGED_VALUE_LIMIT)}",
         ]
-    changes = changed_leaf_paths(before, after, [name] if name else [])
+    changes = changed_leaf_paths(before, after, [name] if name else [], secrets)
     lines = ["  changed fields:"]
     for change in changes[:CHANGED_FIELDS_SHOWN]:
         lines.append(

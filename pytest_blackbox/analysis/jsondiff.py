@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ..trace.canonical import canonical_json, json_pieces
 from ..trace.errors import CanonicalJSONError
-from ..trace.secrets import known_secrets, mask, truncate_masked
+from ..trace.secrets import SECRET_KEY, is_secret, known_secrets, mask, truncate_masked
 
 __all__ = [
     "ABSENT",
@@ -55,12 +55,19 @@ ABSENT: Final = _Absent()
 PathPart = str | int
 
 
-def format_path(parts: Iterable[PathPart]) -> str:
-    """``messages[0].content``; keys that are not identifiers as ``["a key"]``; ``(root)`` if empty."""
+def format_path(parts: Iterable[PathPart], secrets: Iterable[str] = ()) -> str:
+    """``messages[0].content``; keys that are not identifiers as ``["a key"]``; ``(root)`` if empty.
+
+    A key holding a secret (one of ``secrets``, or a realistic credential) is shown as
+    ``[<secret>]``: a path names where a value is, so it must never quote the key it found there.
+    """
+    wanted = known_secrets(secrets)
     out: list[str] = []
     for part in parts:
         if isinstance(part, int):
             out.append(f"[{part}]")
+        elif is_secret(part, wanted):
+            out.append(f"[{SECRET_KEY}]")
         elif _IDENTIFIER.match(part):
             out.append(f".{part}" if out else part)
         else:
@@ -84,8 +91,10 @@ class Difference:
     actual: Any
 
 
-def first_difference(expected: Any, actual: Any) -> Difference | None:
-    """The first differing path, walking object keys in sorted order and arrays by index."""
+def first_difference(expected: Any, actual: Any, secrets: Iterable[str] = ()) -> Difference | None:
+    """The first differing path, walking object keys in sorted order and arrays by index.
+
+    ``secrets`` are masked in the path (:func:`format_path`)."""
     if _same(expected, actual):
         return None
     parts: list[PathPart] = []
@@ -103,7 +112,7 @@ def first_difference(expected: Any, actual: Any) -> Difference | None:
             parts.append(index)
             expected, actual = _at(expected, index), _at(actual, index)
         else:
-            return Difference(format_path(parts), expected, actual)
+            return Difference(format_path(parts, secrets), expected, actual)
 
 
 def _at(items: list[Any], index: int) -> Any:
@@ -119,23 +128,28 @@ class LeafChange:
     after: Any
 
 
-def changed_leaf_paths(before: Any, after: Any, prefix: Iterable[PathPart] = ()) -> list[LeafChange]:
-    """Every changed leaf, in document order (the ``before`` side's key order, then new keys)."""
+def changed_leaf_paths(
+    before: Any, after: Any, prefix: Iterable[PathPart] = (), secrets: Iterable[str] = ()
+) -> list[LeafChange]:
+    """Every changed leaf, in document order (the ``before`` side's key order, then new keys);
+    ``secrets`` are masked in the paths (:func:`format_path`)."""
     changes: list[LeafChange] = []
-    _collect(before, after, list(prefix), changes)
+    _collect(before, after, list(prefix), changes, known_secrets(secrets))
     return changes
 
 
-def _collect(before: Any, after: Any, parts: list[PathPart], out: list[LeafChange]) -> None:
+def _collect(
+    before: Any, after: Any, parts: list[PathPart], out: list[LeafChange], secrets: list[str]
+) -> None:
     if isinstance(before, dict) and isinstance(after, dict):
         keys = list(before) + [key for key in after if key not in before]
         for key in keys:
-            _collect(before.get(key, ABSENT), after.get(key, ABSENT), [*parts, key], out)
+            _collect(before.get(key, ABSENT), after.get(key, ABSENT), [*parts, key], out, secrets)
     elif isinstance(before, list) and isinstance(after, list):
         for index in range(max(len(before), len(after))):
-            _collect(_at(before, index), _at(after, index), [*parts, index], out)
+            _collect(_at(before, index), _at(after, index), [*parts, index], out, secrets)
     elif not _same(before, after):
-        out.append(LeafChange(format_path(parts), before, after))
+        out.append(LeafChange(format_path(parts, secrets), before, after))
 
 
 def _budgeted(value: Any, budget: int | None) -> tuple[str, bool]:

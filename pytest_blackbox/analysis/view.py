@@ -511,7 +511,7 @@ def _changes(parent: Mapping[str, Any], child: Mapping[str, Any], page: _Page) -
             f'<span class="after">{page.text(child.get("type"))}</span></div>'
         )
     before, after = parent.get("payload"), child.get("payload")
-    changes = [] if _same_json(before, after) else changed_leaf_paths(before, after)
+    changes = [] if _same_json(before, after) else changed_leaf_paths(before, after, secrets=page.secrets)
     if not changes:
         return False, '<div class="changes">same payload; only the timestamp or the hash chain differs</div>'
     items = "".join(

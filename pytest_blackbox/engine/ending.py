@@ -157,8 +157,8 @@ def _leak(trace: Trace, secrets: KnownKeys) -> SecretLeakError:
             secret, path = found
             return SecretLeakError(
                 f"refusing to write the cassette: it contains {secrets.describe(secret)} in step "
-                f"{step['index']} ({step['type']}) at {format_path(path)}; keep it out of what the agent "
-                "sends and what its tools return"
+                f"{step['index']} ({step['type']}) at {format_path(path, wanted)}; keep it out of what the "
+                "agent sends and what its tools return"
             )
     return SecretLeakError("refusing to write the cassette: it contains your API key")
 

@@ -231,7 +231,10 @@ class Recording:
                     self._drop_call(call)
                     self._fail(exc)
                     return
-                self._answer_call(call, output)
+                try:
+                    self._answer_call(call, output)
+                except BlackboxError as exc:  # a redact function that raised: the run fails with it
+                    self._fail(exc)
 
         def on_failure(error: BaseException) -> None:
             with self._lock:

@@ -264,7 +264,7 @@ class ReplayCursor:
 
     def _request_differs(self, turn: RecordedTurn, actual: Any, view: Any) -> None:
         """Diverge at the first difference between a request and a recorded call (if they differ)."""
-        diff = first_difference(self._view(turn), view)
+        diff = first_difference(self._view(turn), view, self.secrets)
         if diff is not None:
             applied = self.rules.applied(turn.input["payload"], actual) if self.rules is not None else None
             self._diverge_at(turn.input["index"], diff, REQUEST_HINT, applied)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from ..errors import BlackboxUsageError
-from ..trace.secrets import REDACTED
+from ..errors import BlackboxError, BlackboxUsageError
+from ..trace.secrets import REDACTED, truncate_masked
 
 __all__ = [
     "IGNORED",
@@ -171,11 +171,22 @@ def _pattern(option: str, item: Any) -> re.Pattern[str]:
     if isinstance(item, re.Pattern):
         if not isinstance(item.pattern, str):
             raise BlackboxUsageError(f"{option}: a pattern must be text, not bytes")
-        return item
+        return _not_empty(option, item)
     try:
-        return re.compile(item)
+        pattern = re.compile(item)
     except re.error as exc:
         raise BlackboxUsageError(f"{option}: {item!r} is not a valid regular expression ({exc})") from None
+    return _not_empty(option, pattern)
+
+
+def _not_empty(option: str, pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """A pattern that matches the empty text would act between every two characters of every string."""
+    if pattern.search("") is not None:
+        raise BlackboxUsageError(
+            f"{option}: the pattern {pattern.pattern!r} matches the empty text, so it would apply between "
+            "every two characters; give a pattern that matches at least one character"
+        )
+    return pattern
 
 
 def _is_function(value: Any) -> bool:
@@ -242,13 +253,26 @@ def _rule_name(rule: Any) -> str:
     return str(getattr(rule, "__qualname__", None) or getattr(rule, "__name__", None) or repr(rule))
 
 
+def _call(kind: str, function: Callable[..., Any], *args: Any) -> Any:
+    """A user's function, called; an error it raises becomes one message naming it (never a
+    traceback through the interception, where it would surface as a connection error)."""
+    try:
+        return function(*args)
+    except BlackboxError:
+        raise
+    except Exception as exc:
+        raise BlackboxUsageError(
+            f"the {kind} {_rule_name(function)} raised {type(exc).__name__}: {truncate_masked(str(exc))}"
+        ) from exc
+
+
 def _apply(option: str, rule: Any, text: str) -> str:
     """One text rule on one string; a function must return a string."""
     if isinstance(rule, tuple):
         return str(rule[0].sub(rule[1], text))
     if isinstance(rule, re.Pattern):
         return rule.sub(REDACTED, text)
-    result = rule(text)
+    result = _call(f"{option} function", rule, text)
     if not isinstance(result, str):
         raise BlackboxUsageError(
             f"{option} rule {_rule_name(rule)} returned {_type_name(result)}, not a string"
@@ -401,8 +425,11 @@ class MatchRules:
         """The matcher's verdict on two requests, normalized: ``None`` (they match) or its reason."""
         if self.matcher is None:
             return None
-        verdict = self.matcher(
-            copy.deepcopy(self._normalized(recorded)), copy.deepcopy(self._normalized(live))
+        verdict = _call(
+            "matcher",
+            self.matcher,
+            copy.deepcopy(self._normalized(recorded)),
+            copy.deepcopy(self._normalized(live)),
         )
         if verdict is None:
             return None

@@ -112,7 +112,10 @@ def _match(value: Any) -> Match | Callable[..., Any]:
 
 def _path(name: str) -> Callable[[Any], str | os.PathLike[str]]:
     def check(value: Any) -> str | os.PathLike[str]:
-        if isinstance(value, (str, os.PathLike)) and os.fspath(value):
+        text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+        if isinstance(text, str) and "\x00" in text:  # no file system takes it: refused before any call
+            raise _Bad(f"{name}={value!r} must be a path without a NUL character (\\x00)")
+        if isinstance(text, str) and text:
             return cast("str | os.PathLike[str]", value)
         raise _Bad(f"{name}={value!r} must be a non-empty path")
 

@@ -349,16 +349,16 @@ class TestRun:
             [
                 f"blackbox: the cassette failed verification: {failure.name}{where}",
                 *rows,
-                ACTIONS[failure.name],
+                _pytest_advice(ACTIONS[failure.name]),
                 f"cassette: {shown}",
                 f"re-record: {rerecord_command(self.item, 'all')}",
             ]
         )
 
-    def _connection_refused(self, where: str, port: int) -> str:
+    def _connection_refused(self, action: str, where: str) -> str:
         hosts = ",".join([*self.settings.allowed_hosts, where.split(":", 1)[0]])
         return (
-            f"blackbox: {self.item.nodeid} tried to connect to {where} during a replay; "
+            f"blackbox: {self.item.nodeid} tried to {action} {where} during a replay; "
             "a replay reaches loopback only\n"
             "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
             f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={hosts}"
@@ -532,3 +532,8 @@ def _error_outcome(error: BaseException, recording: bool) -> Outcome:
     if isinstance(error, CassetteError):
         return "invalid"
     return "failed"
+
+
+def _pytest_advice(action: str) -> str:
+    """verify's advice as a pytest user takes it: the re-record line below replaces ``blackbox record``."""
+    return action.replace(" (`blackbox record --out <file> -- <command>`)", " (the command below)")

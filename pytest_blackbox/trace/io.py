@@ -193,6 +193,12 @@ def parse_json(text: str, *, path: str | None = None) -> Any:
     """Strict JSON: duplicate keys, NaN/Infinity and inexact integers refused; integral floats become ints."""
     if not text.strip():
         raise CassetteReadError(f"{_where(path)} is empty: it holds no JSON", path=path)
+    if text.startswith("\ufeff"):  # an editor's UTF-8 BOM: JSON allows none, and a message must say so
+        raise CassetteReadError(
+            f"{_where(path)} starts with a byte order mark (BOM), which JSON does not allow; "
+            "save it as UTF-8 without a BOM",
+            path=path,
+        )
     try:
         return _DECODER.decode(text)
     except json.JSONDecodeError as exc:

@@ -13,13 +13,18 @@ __all__ = [
     "JS_SPACE",
     "REALISTIC_CREDENTIALS",
     "REDACTED",
+    "SECRET_KEY",
     "contains_secret",
+    "is_secret",
     "known_secrets",
     "mask",
     "truncate_masked",
 ]
 
 REDACTED = "[redacted]"
+#: How a path shows an object key that holds a secret: ``result[<secret>]``. Masking only the secret
+#: inside the key would still show the rest of it, and the key's shape says nothing a reader needs.
+SECRET_KEY = "<secret>"
 
 #: Shorter known values would mask ordinary words; the original Blackbox uses the same floor.
 MIN_SECRET_LENGTH = 4
@@ -62,6 +67,11 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return CREDENTIAL_PATTERN.sub(REDACTED, text)
+
+
+def is_secret(text: str, secrets: Iterable[str] = ()) -> bool:
+    """Whether ``text`` holds a known secret or a realistic credential (what :func:`mask` would hide)."""
+    return mask(text, secrets) != text
 
 
 def truncate_masked(text: str, limit: int = 200, secrets: Iterable[str] = ()) -> str:

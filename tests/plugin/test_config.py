@@ -241,6 +241,12 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
             '(write the host only, such as "api.example.com" or "*.internal": no scheme, port or path)',
         ),
         ("cassette_dir=''", "cassette_dir='' must be a non-empty path"),
+        (r"cassette='a\x00b'", r"cassette='a\x00b' must be a path without a NUL character (\x00)"),
+        (
+            "redact=['']",
+            "redact: the pattern '' matches the empty text, so it would apply between every two characters; "
+            "give a pattern that matches at least one character",
+        ),
         (
             "match=3",
             'match=3 must be one of "strict", "sequence", or a function (recorded_model_input, '
@@ -383,3 +389,19 @@ def test_allowed_hosts_from_the_command_line_add_to_the_tests_own(pytester: pyte
         "--blackbox-allowed-hosts=a,b",
     )
     assert settings.allowed_hosts == ("db.internal", "a", "b")
+
+
+def test_the_session_is_function_scoped_as_documented(bare_dir: pytest.Pytester) -> None:
+    """docs/pytest.md says a wider fixture cannot ask for it, and gets pytest's own error."""
+    bare_dir.makepyfile(
+        test_scope="import pytest\n\n@pytest.fixture(scope='module')\ndef wide(blackbox):\n"
+        "    return blackbox\n\n\ndef test_scope(wide):\n    pass\n"
+    )
+    result = bare_dir.runpytest(*QUIET)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "ScopeMismatch: You tried to access the function scoped fixture blackbox with a module scoped "
+            "request object*"
+        ]
+    )

@@ -193,6 +193,18 @@ def test_a_cassette_that_is_not_json_fails_at_schema_version(sync_suite: Suite) 
         ],
         consecutive=True,
     )
+    result.stdout.fnmatch_lines(
+        [
+            exact(
+                "The cassette is missing a version, unsupported, malformed, or unreadable. Older cassettes "
+                "are not migrated — re-record the run (the command below)."
+            ),
+            "cassette: cassettes/test_weather/test_weather.json",
+            exact("re-record: pytest test_weather.py::test_weather --record-mode=all"),
+        ],
+        consecutive=True,
+    )
+    assert "blackbox record" not in result.stdout.str()
 
 
 def test_a_cassette_with_a_provider_id_fails_at_provider_neutrality(sync_suite: Suite) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+from pathlib import Path
 
 import pytest
 
 from pytest_blackbox.errors import OfflineRequestError
-from pytest_blackbox.plugin.sockets import SocketGuard
+from pytest_blackbox.plugin.sockets import CONNECT as CONNECT_TO
+from pytest_blackbox.plugin.sockets import SocketGuard, loopback_names
 
 from .conftest import INNER_INI, QUIET, Counted, exact, summary
 
@@ -247,8 +249,8 @@ def test_block_network_leaves_blackbox_tests_and_other_tests_alone(counted_sync:
     assert counted_sync.sent == 3
 
 
-def _describe(where: str, port: int) -> str:
-    return f"refused {where}"
+def _describe(action: str, where: str) -> str:
+    return "refused " + where if action == CONNECT_TO else f"refused: {action} {where}"
 
 
 def test_the_guard_names_the_host_the_code_resolved_and_matches_allowed_names() -> None:
@@ -278,3 +280,145 @@ def test_the_guard_patches_sockets_only_while_started() -> None:
         guard.stop()
     assert socket.socket.connect is connect
     assert "connect" not in vars(socket.socket)
+
+
+#: Ways out other than a TCP connect: (what the unwrapped code does, what the refusal says it tried).
+DATAGRAMS_AND_NAMES = {
+    "sendto": (f'_udp().sendto(b"hits:1|c", ("{UNROUTED}", 8125))', f"send a datagram to {UNROUTED}:8125"),
+    "sendto-flags": (
+        f'_udp().sendto(b"hits:1|c", 0, ("{UNROUTED}", 8125))',
+        f"send a datagram to {UNROUTED}:8125",
+    ),
+    "sendmsg": (
+        f'_udp().sendmsg([b"hits:1|c"], [], 0, ("{UNROUTED}", 8125))',
+        f"send a datagram to {UNROUTED}:8125",
+    ),
+    "connected-udp": (f'_udp().connect(("{UNROUTED}", 8125))', f"connect to {UNROUTED}:8125"),
+    "getaddrinfo": ('socket.getaddrinfo("example.com", 443)', "resolve example.com"),
+    "gethostbyname": ('socket.gethostbyname("example.com")', "resolve example.com"),
+    "gethostbyname_ex": ('socket.gethostbyname_ex("example.com")', "resolve example.com"),
+    "asyncio-getaddrinfo": ('asyncio.run(_resolve("example.com"))', "resolve example.com"),
+}
+SENDING = """
+import asyncio
+import socket
+
+import pytest
+
+
+def _udp():
+    return socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+
+async def _resolve(name):
+    return await asyncio.get_running_loop().getaddrinfo(name, 443)
+
+
+def _local():
+    \"\"\"Loopback stays reachable: a local statsd, a local DNS name.\"\"\"
+    _udp().sendto(b"hits:1|c", ("127.0.0.1", 8125))
+    _udp().sendto(b"hits:1|c", ("localhost", 8125))
+    socket.getaddrinfo("localhost", 8125)
+    socket.gethostbyname("localhost")
+    socket.getaddrinfo(LOOPBACK_NAME, 8125)
+    socket.getaddrinfo("127.0.0.1", 8125)
+
+
+@pytest.mark.blackbox(MARKER)
+def test_send(blackbox):
+    _local()
+    try:
+        SEND  # a metrics client or a lookup the test forgot to wrap
+    except OSError:
+        pass  # allowed, but nothing answers (or no DNS) here
+    blackbox.finish(result="sent")
+"""
+
+
+LOOPBACK_ONLY = "a replay reaches loopback only"
+
+
+def _sending(pytester: pytest.Pytester, how: str, marker: str = "") -> None:
+    name = sorted(loopback_names() | {"localhost"})[0]
+    source = SENDING.replace("MARKER", marker).replace("SEND", DATAGRAMS_AND_NAMES[how][0])
+    pytester.makepyfile(test_send=source.replace("LOOPBACK_NAME", repr(name)))
+
+
+@pytest.mark.parametrize("how", list(DATAGRAMS_AND_NAMES))
+def test_a_replay_refuses_datagrams_and_name_lookups_beyond_loopback(
+    bare_dir: pytest.Pytester, how: str
+) -> None:
+    _sending(bare_dir, how)
+    bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=1)  # recording is not guarded
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET)
+    replayed.assert_outcomes(failed=1)
+    tried = DATAGRAMS_AND_NAMES[how][1]
+    host = tried.rsplit(" ", 1)[1].split(":", 1)[0]
+    replayed.stdout.fnmatch_lines(
+        [
+            "*_ test_send _*",
+            exact(f"blackbox: test_send.py::test_send tried to {tried} during a replay; {LOOPBACK_ONLY}"),
+            exact(
+                "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
+                f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={host}"
+            ),
+            "",
+        ],
+        consecutive=True,
+    )
+    replayed.stdout.fnmatch_lines(
+        [exact("E   pytest_blackbox.errors.OfflineRequestError: the blackbox error above")]
+    )
+    replayed.stdout.fnmatch_lines([exact(summary(refused=1))])
+
+
+@pytest.mark.parametrize("how", ["sendto", "getaddrinfo"])
+def test_allowed_hosts_still_apply_to_datagrams_and_names(bare_dir: pytest.Pytester, how: str) -> None:
+    _sending(bare_dir, how, marker=f'allowed_hosts=["{UNROUTED}", "example.com"]')
+    bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=1)
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET)
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
+
+
+def test_a_refused_datagram_or_lookup_never_reaches_the_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal comes before the real call: nothing is sent, not even a DNS query."""
+    reached: list[str] = []
+
+    def sendto(sock: socket.socket, *args: object) -> int:
+        reached.append("sendto")
+        return 0
+
+    def getaddrinfo(*args: object, **kwargs: object) -> list[object]:
+        reached.append("getaddrinfo")
+        return []
+
+    monkeypatch.setattr(socket.socket, "sendto", sendto)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    guard = SocketGuard((), _describe).start()
+    try:
+        refused = r"^refused: send a datagram to 192\.0\.2\.1:8125$"
+        with (
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
+            pytest.raises(OfflineRequestError, match=refused),
+        ):
+            sock.sendto(b"x", (UNROUTED, 8125))
+        with pytest.raises(OfflineRequestError, match=r"^refused: resolve example\.com$"):
+            socket.getaddrinfo("example.com", 443)
+        assert reached == []
+        socket.getaddrinfo("localhost", 443)
+        assert reached == ["getaddrinfo"]
+    finally:
+        guard.stop()
+    assert socket.getaddrinfo is getaddrinfo and vars(socket.socket)["sendto"] is sendto
+
+
+def test_the_hosts_file_names_loopback_names(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text(
+        "# comment\n127.0.0.1 localhost box\n::1 ip6-box # six\n10.0.0.2 db\n\n", encoding="utf-8"
+    )
+    assert loopback_names(str(hosts)) == {"localhost", "box", "ip6-box"}
+    assert loopback_names(str(hosts) + ".missing") == frozenset()

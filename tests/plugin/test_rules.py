@@ -20,7 +20,7 @@ import pytest
 from pytest_blackbox.testing import FakeProvider
 from tests.machine import scaled
 
-from .conftest import QUIET, exact, summary
+from .conftest import MARKER_USAGE, QUIET, exact, summary
 
 AGENT = '''
 """A one-tool Anthropic agent whose request carries a date, a token limit, a model and a contact."""
@@ -318,3 +318,80 @@ def test_the_recipe_of_docs_pytest_prints_the_divergence_it_shows(
     later = replay(bare_dir, clean_env, fake, TODAY="2026-12-01", CITY="Oslo")
     later.assert_outcomes(failed=1)
     assert divergence(later) == shown.group(1).splitlines()
+
+
+RAISING = """
+def picky(recorded, live):
+    raise KeyError("model")
+
+
+def scrub(text):
+    raise ValueError("no text for you")
+"""
+
+
+@pytest.mark.parametrize(
+    ("marker", "when", "line"),
+    [
+        ("match=picky", "replay", "blackbox: the matcher picky raised KeyError: 'model'"),
+        (
+            "normalize=[scrub]",
+            "replay",
+            "blackbox: the normalize function scrub raised ValueError: no text for you",
+        ),
+        (
+            "redact=[scrub]",
+            "record",
+            "blackbox: the redact function scrub raised ValueError: no text for you",
+        ),
+    ],
+    ids=["matcher", "normalize", "redact"],
+)
+def test_a_user_function_that_raises_is_named_in_one_line(
+    bare_dir: pytest.Pytester,
+    clean_env: pytest.MonkeyPatch,
+    fake: FakeProvider,
+    marker: str,
+    when: str,
+    line: str,
+) -> None:
+    """Not respx's ``PassThrough`` or ``SideEffectError``, nor a connection error: the function, its error."""
+    write(bare_dir, config=RAISING, marker=f"@pytest.mark.blackbox({marker})")
+    if when == "record":
+        with clean_env.context() as scoped:
+            scoped.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-rules-test-key-0123456789abcdef")
+            result = bare_dir.runpytest(*QUIET, "--record-mode=once")
+        expected = [
+            exact(line),
+            "cassette: cassettes/test_rules/test_weather.json (not written: the test failed)",
+        ]
+    else:
+        record(bare_dir, clean_env)
+        result = replay(bare_dir, clean_env, fake)
+        expected = [exact(line)]
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*_ test_weather _*", *expected], consecutive=True)
+    shown = result.stdout.str()
+    assert "PassThrough" not in shown and "SideEffectError" not in shown and "APIConnectionError" not in shown
+
+
+@pytest.mark.parametrize(
+    ("marker", "pattern"),
+    [('redact=[""]', "''"), ('redact=["x*"]', "'x*'"), ('normalize=[("a|", "b")]', "'a|'")],
+    ids=["empty", "star", "alternative"],
+)
+def test_a_pattern_matching_the_empty_text_is_refused_before_any_call(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, marker: str, pattern: str
+) -> None:
+    write(bare_dir, marker=f"@pytest.mark.blackbox({marker})")
+    with clean_env.context() as scoped:
+        scoped.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-rules-test-key-0123456789abcdef")
+        result = bare_dir.runpytest(*QUIET, "--record-mode=once")
+    option = marker.split("=", 1)[0]
+    result.assert_outcomes()
+    assert result.stderr.lines[0] == (
+        f"ERROR: test_rules.py::test_weather: bad @pytest.mark.blackbox: {option}: the pattern {pattern} "
+        "matches the empty text, so it would apply between every two characters; give a pattern that "
+        f"matches at least one character; usage: {MARKER_USAGE}"
+    )
+    assert fake.requests == []

@@ -182,6 +182,14 @@ def test_empty_file(tmp_path: Path) -> None:
     assert _load_error(path, CassetteReadError) == f"`{path}` is empty: it holds no JSON"
 
 
+def test_a_bom_prefixed_file_is_named_as_such(tmp_path: Path) -> None:
+    path = _write(tmp_path, b"\xef\xbb\xbf" + dumps_trace(planted_trace()).encode())
+    assert _load_error(path, CassetteReadError) == (
+        f"`{path}` starts with a byte order mark (BOM), which JSON does not allow; "
+        "save it as UTF-8 without a BOM"
+    )
+
+
 def test_truncated_file(tmp_path: Path) -> None:
     text = dumps_trace(planted_trace())
     cut = text.index(SECRET) + 10
