@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-from ..trace.canonical import js_number
+from ..trace.canonical import TOO_DEEP, js_number, nested_too_deeply
 from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import parse_json, read_text
@@ -130,7 +130,7 @@ def _is_success_marker(step: Any) -> bool:
     return outcome_of(step.get("payload")).status == "success"
 
 
-_TOO_DEEP_TO_READ = "the cassette is nested too deeply to read"
+_TOO_DEEP_TO_READ = f"the cassette is {TOO_DEEP}"
 
 
 class _Checks:
@@ -180,6 +180,8 @@ class _Checks:
         self.last = step
 
     def _step_schema(self, position: int, step: Any) -> InvariantResult | None:
+        if nested_too_deeply(step):  # what loading and replaying refuse, verify fails too
+            return InvariantResult("schema_version", "fail", f"step {position} is {TOO_DEEP}", position)
         try:
             validate_step(step, position, path=self.path)
         except CassetteError as exc:

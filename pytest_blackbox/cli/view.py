@@ -113,6 +113,9 @@ def run_view(args: argparse.Namespace) -> int:
         )
         summary = f"{len(parent['steps'])} vs {len(child['steps'])} step(s)"
     _write(output, page)
+    for name in inputs:
+        if os.path.islink(name):  # the page shows the target's run: say which file that is
+            print(mask(f"{name} is a symbolic link to {os.readlink(name)}", keys))
     print(mask(f"wrote {output} ({summary})", keys))
     print(f"open it: {Path(os.path.abspath(output)).as_uri()}")
     return 0

@@ -13,6 +13,7 @@ The conversion is this project's equivalent of ``JSON.stringify``:
   named tuples) become the plain type;
 - pydantic models (``model_dump(mode="json")``), dataclasses, enums (their value), ``datetime`` /
   ``date`` / ``time`` (ISO 8601), ``UUID`` and paths (their string) convert as their JSON form;
+- values nested deeper than the cassette's nesting limit are refused (``trace.canonical.MAX_NESTING``);
 - sets, bytes, ``Decimal``, complex numbers, NaN and infinities, non-string keys and any other
   object are refused with ``BlackboxUnsupportedError``: they would come back as something else.
 """
@@ -28,7 +29,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import BlackboxUnsupportedError
-from ..trace.canonical import js_number
+from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_number, nested_too_deeply
 from ..trace.errors import CanonicalJSONError
 
 __all__ = ["to_json_value"]
@@ -74,7 +75,7 @@ def _dataclass(value: Any, where: str) -> dict[str, Any]:
     field is named by its path (``RunContext.model in …``), since its own type may say little."""
     name = type(value).__name__
     return {
-        field.name: to_json_value(getattr(value, field.name), f"{name}.{field.name} in {where}")
+        field.name: _convert(getattr(value, field.name), f"{name}.{field.name} in {where}")
         for field in dataclasses.fields(value)
     }
 
@@ -82,11 +83,11 @@ def _dataclass(value: Any, where: str) -> dict[str, Any]:
 def _convert_known(value: Any, where: str) -> Any:
     """Objects that have one obvious JSON form."""
     if hasattr(value, "model_dump") and callable(value.model_dump):
-        return to_json_value(value.model_dump(mode="json"), where)
+        return _convert(value.model_dump(mode="json"), where)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dataclass(value, where)
     if isinstance(value, enum.Enum):
-        return to_json_value(value.value, where)
+        return _convert(value.value, where)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, (uuid.UUID, PurePath)):
@@ -94,7 +95,25 @@ def _convert_known(value: Any, where: str) -> Any:
     raise _refuse(value, where, "it would not come back from the cassette as the same value")
 
 
+#: A step holds a tool value three levels down (step → payload → ``result`` / ``toolInput``).
+_VALUE_NESTING = MAX_NESTING - 3
+
+
 def to_json_value(value: Any, where: str = "a tool value") -> Any:
+    """Convert ``value`` to plain JSON data (insertion order kept), or refuse it; a value nested so
+    deep that its step would break the cassette's nesting limit is refused while recording, since
+    verify, loading and replay would refuse the cassette."""
+    try:
+        converted = _convert(value, where)
+    except RecursionError:
+        converted = None
+    else:
+        if not nested_too_deeply(converted, _VALUE_NESTING):
+            return converted
+    raise BlackboxUnsupportedError(f"{where} is {TOO_DEEP}")
+
+
+def _convert(value: Any, where: str) -> Any:
     """Convert ``value`` to plain JSON data (insertion order kept), or refuse it."""
     if value is None or isinstance(value, bool):
         return value
@@ -109,8 +128,8 @@ def to_json_value(value: Any, where: str = "a tool value") -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _refuse(key, f"the keys of {where}", "JSON object keys are strings")
-            out[key] = to_json_value(item, where)
+            out[key] = _convert(item, where)
         return out
     if isinstance(value, (list, tuple)):
-        return [to_json_value(item, where) for item in value]
+        return [_convert(item, where) for item in value]
     return _convert_known(value, where)

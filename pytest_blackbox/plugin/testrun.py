@@ -149,6 +149,8 @@ class TestRun:
     #: A re-recording that changed the cassette: where it first departs from the old one.
     change: str | None = None
     guard: SocketGuard | None = None
+    #: ``new_episodes`` in a folder that takes no new files: replayed strictly, nothing written.
+    read_only: bool = False
     _env_patched: list[str] = field(default_factory=list)
 
     @property
@@ -187,8 +189,15 @@ class TestRun:
             self._refuse("invalid", self._not_a_file_text())
             return
         mode = self._session_mode()
-        if mode is None or (self._writes(mode) and not self._writable()):
+        if mode is None:
             return
+        unwritable = self._unwritable() if self._writes(mode) else None
+        if unwritable is not None and mode == "record":
+            self._refuse("unwritable", unwritable)
+            return
+        # new_episodes in a folder that takes no new files: a run that matches needs no write, so it
+        # replays as "none" does (a new episode could not be kept: it fails as a divergence)
+        self.read_only = unwritable is not None
         trace = self._verified() if mode == "replay" else None
         if mode == "replay" and trace is None:
             return
@@ -240,7 +249,7 @@ class TestRun:
 
     def _options(self, mode: Literal["record", "replay"]) -> SessionOptions:
         """Recordings go to the pending file; ``new_episodes`` replays, and may rewrite, a copy of it."""
-        new_episodes = mode == "replay" and self.settings.record_mode == "new_episodes"
+        new_episodes = mode == "replay" and self.settings.record_mode == "new_episodes" and not self.read_only
         if mode == "record" or new_episodes:
             self.pending = pending_path(self.cassette)
         if new_episodes and self.pending is not None:
@@ -307,8 +316,9 @@ class TestRun:
             + shared_cassette_advice("this test")
         )
 
-    def _writable(self) -> bool:
-        """Whether the cassette's folder takes new files; checked before any model call is paid for."""
+    def _unwritable(self) -> str | None:
+        """Why the cassette's folder takes no new files (the refusal), or ``None``; checked before any
+        model call is paid for."""
         folder = self.cassette.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -317,15 +327,13 @@ class TestRun:
             os.unlink(probe)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            self._refuse(
-                "unwritable",
+            return (
                 f"blackbox: cannot write {self.shown_path()}: {self.shown_path(folder)} does not take new "
                 f"files ({reason}); nothing was recorded\n"
                 "make the folder writable, or put the cassettes elsewhere (the cassette_dir setting, "
-                "the blackbox_cassette_dir ini key)",
+                "the blackbox_cassette_dir ini key)"
             )
-            return False
-        return True
+        return None
 
     def _verified(self) -> Trace | None:
         """The cassette's trace, read and checked once, if it passes ``blackbox verify``; otherwise

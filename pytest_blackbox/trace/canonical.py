@@ -14,11 +14,13 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from .errors import CanonicalJSONError
 
 __all__ = [
+    "MAX_NESTING",
+    "TOO_DEEP",
     "canonical_json",
     "hashed_text",
     "is_array_index",
@@ -26,6 +28,7 @@ __all__ = [
     "js_number",
     "js_stringify",
     "json_pieces",
+    "nested_too_deeply",
     "pretty_json",
     "sha256_hex",
     "step_hash",
@@ -406,3 +409,32 @@ def hashed_text(
 def step_hash(index: int, type_: str, timestamp: int | float, payload: Any, prev_hash: str | None) -> str:
     """The v2 step hash: SHA-256 of :func:`hashed_text`."""
     return sha256_hex(hashed_text(index, type_, timestamp, payload, prev_hash))
+
+
+#: How deep a cassette's JSON may nest (objects and arrays), one limit for what recording writes and
+#: what verify, loading and replay read: every one of them walks values recursively somewhere (the
+#: schema check, ``copy.deepcopy``, the comparison), and a limit below Python's recursion limit
+#: means a deep value gets one clear message instead of a ``RecursionError`` in whichever comes first.
+MAX_NESTING: Final = 200
+#: How every refusal of a too-deep value says it (after the thing's name: ``step 3 is …``).
+TOO_DEEP: Final = (
+    f"nested deeper than {MAX_NESTING} levels, the limit recording, verify and replay share; keep tool "
+    "values flatter (or hand deep data over as a JSON string)"
+)
+
+
+def nested_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
-from .canonical import js_number, pretty_json
+from .canonical import TOO_DEEP, js_number, nested_too_deeply, pretty_json
 from .chain import validate_chain
 from .errors import (
     BlackboxError,
@@ -200,7 +200,7 @@ def parse_json(text: str, *, path: str | None = None) -> Any:
             path=path,
         )
     try:
-        return _DECODER.decode(text)
+        doc = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         reason = exc.msg.removesuffix(" at")
         raise CassetteReadError(
@@ -210,10 +210,11 @@ def parse_json(text: str, *, path: str | None = None) -> Any:
         raise _refused_error(text, refused, path) from None
     except RecursionError:
         raise _too_deep(path) from None
+    return doc
 
 
 def _too_deep(path: str | None) -> CassetteReadError:
-    return CassetteReadError(f"{_where(path)} is nested too deeply to read", path=path)
+    return CassetteReadError(f"{_where(path)} is {TOO_DEEP}", path=path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -247,6 +248,10 @@ def parse_trace(text: str, *, path: str | None = None) -> Trace:
             path=path,
         )
     _check_version(doc, path)
+    steps = doc.get("steps")
+    for position, step in enumerate(steps if isinstance(steps, list) else []):
+        if nested_too_deeply(step):  # the limit verify applies to each step, so both tools agree
+            raise CassetteReadError(f"{_where(path)} step {position} is {TOO_DEEP}", path=path)
     try:
         validate_schema(doc, path=path)
         validate_chain(doc, path=path)

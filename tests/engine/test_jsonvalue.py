@@ -17,6 +17,7 @@ import pytest
 
 from pytest_blackbox.engine.jsonvalue import to_json_value
 from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.trace.canonical import MAX_NESTING, TOO_DEEP
 
 
 class Level(enum.IntEnum):
@@ -124,3 +125,22 @@ def test_nested_dataclasses_convert_field_by_field_in_field_order() -> None:
     converted = to_json_value(trip)
     assert converted == {"to": "Rome", "readings": [{"temp": 24.5, "at": "2026-01-02"}], "unit": "C"}
     assert list(converted) == ["to", "readings", "unit"]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"next": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [198, 900, 5000])
+def test_a_value_too_deep_for_the_cassette_is_refused_while_recording(depth: int) -> None:
+    """Its step would break the nesting limit verify, loading and replay share (MAX_NESTING)."""
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        to_json_value(_nested(depth), "the result of tool deep")
+    assert str(caught.value) == f"the result of tool deep is {TOO_DEEP}"
+
+
+def test_a_value_just_within_the_limit_converts() -> None:
+    assert to_json_value(_nested(MAX_NESTING - 3)) == _nested(MAX_NESTING - 3)

@@ -84,7 +84,7 @@ def test_a_cassette_folder_that_cannot_be_created_is_refused_before_the_model_is
 @pytest.mark.skipif(
     not _permissions_bind(), reason="needs a POSIX user that permissions bind (as root: setpriv)"
 )
-@pytest.mark.parametrize("mode", WRITING_MODES)
+@pytest.mark.parametrize("mode", ["once", "all", "rewrite"])
 def test_a_read_only_cassette_folder_is_refused_before_the_model_is_called(
     counted_sync: Counted, mode: str
 ) -> None:
@@ -110,6 +110,37 @@ def test_a_read_only_cassette_folder_is_refused_before_the_model_is_called(
         ]
     )
     assert counted_sync.sent == sent
+
+
+@pytest.mark.skipif(
+    not _permissions_bind(), reason="needs a POSIX user that permissions bind (as root: setpriv)"
+)
+@pytest.mark.parametrize("changed", [False, True], ids=["matching", "new-episode"])
+def test_new_episodes_in_a_read_only_folder_replays_a_matching_run(
+    counted_sync: Counted, changed: bool
+) -> None:
+    """Nothing needs writing when the run matches; a new episode could not be kept, so it diverges."""
+    counted_sync.write()
+    counted_sync.run("--record-mode=once").assert_outcomes(passed=1)
+    folder = counted_sync.cassette().parent
+    before, sent = counted_sync.cassette().read_bytes(), counted_sync.sent
+    if changed:
+        counted_sync.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
+    folder.chmod(0o555)
+    try:
+        command = (*AS_A_USER, sys.executable, "-m", "pytest", *QUIET, "--record-mode=new_episodes")
+        result = counted_sync.pytester.run(*command)
+    finally:
+        folder.chmod(0o755)
+    if changed:
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["blackbox: replay diverged at step 0, *", exact(summary(diverged=1))])
+    else:
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    assert counted_sync.sent == sent
+    assert counted_sync.cassette().read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == ["test_weather.json"]
 
 
 KILLED = """

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.trace.canonical import TOO_DEEP
 from pytest_blackbox.trace.errors import (
     CassetteError,
     CassetteReadError,
@@ -20,6 +22,7 @@ from pytest_blackbox.trace.errors import (
     CassetteVersionError,
 )
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_json, parse_trace, save_trace
+from tests.fuzz.test_fuzz_depth import deep_cassette
 
 from .conftest import SECRET, planted_trace, read_text
 
@@ -145,7 +148,27 @@ def test_malformed_json_names_line_and_column(text: str, problem: str) -> None:
 def test_deep_nesting_is_a_read_error() -> None:
     with pytest.raises(CassetteReadError) as caught:
         parse_json("[" * 200_000 + "]" * 200_000, path="c.json")
-    assert str(caught.value) == "`c.json` is nested too deeply to read"
+    assert str(caught.value) == f"`c.json` is {TOO_DEEP}"
+
+
+@pytest.mark.parametrize("depth", [199, 900])
+def test_a_step_beyond_the_nesting_limit_is_refused_by_load_and_by_verify(tmp_path: Path, depth: int) -> None:
+    """One limit: what loading (and so replay) refuses, verify fails too; just below it both accept."""
+    fits, deep = tmp_path / "fits.json", tmp_path / "deep.json"
+    fits.write_text(deep_cassette(198, 1), encoding="utf-8")
+    deep.write_text(deep_cassette(depth, 1), encoding="utf-8")
+    load_trace(fits)
+    assert verify_trace(fits).ok
+    with pytest.raises(CassetteReadError) as caught:
+        load_trace(deep)
+    assert str(caught.value) == f"`{deep}` step 0 is {TOO_DEEP}"
+    failure = verify_trace(deep).first_failure
+    assert failure is not None
+    assert (failure.name, failure.detail, failure.step_index) == (
+        "schema_version",
+        f"step 0 is {TOO_DEEP}",
+        0,
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -35,6 +35,17 @@ def test_one_cassette_goes_to_its_stem_in_the_current_directory(
     assert page.one("dl", "meta").find_all("dd")[-1].text() == str(vector_path(SUCCESS))
 
 
+def test_a_cassette_symlink_says_where_it_points(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "kept").mkdir()
+    shutil.copy(vector_path(SUCCESS), tmp_path / "kept" / "real.json")
+    (tmp_path / "run.json").symlink_to(Path("kept") / "real.json")
+    assert main(["view", "run.json"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        "run.json is a symbolic link to kept/real.json",
+        "wrote run.html (15 step(s), verify: pass)",
+    ]
+
+
 def test_two_cassettes_write_a_diff_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["view", str(vector_path(FORK_PARENT)), str(vector_path(FORK_CHILD))]) == 0
     written = tmp_path / "fork-parent.v2-vs-fork-child.v2.html"
