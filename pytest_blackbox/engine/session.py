@@ -26,14 +26,16 @@ from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
 from . import exithooks, launched
+from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call, running_tool
 from .ending import Ending, RunReport, check_finish_arguments
 from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
 from .options import _UNSET, SessionOptions, resolve_options
+from .recorded import RecordedPair
 from .recording import Recording, ToolInvocation
-from .replay import RecordedPair, ReplayCursor, load_cassette
+from .replay import ReplayCursor
 from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
 from .wire import (
@@ -75,7 +77,7 @@ class Session(Ending):
         exit_net: bool = True,
         trace: Trace | None = None,
     ) -> None:
-        """``trace``: a replay's cassette, already read and checked (``replay.load_verified``); without
+        """``trace``: a replay's cassette, already read and checked (``cassettes.load_verified``); without
         it, a replay reads and checks ``options.cassette`` itself."""
         self.options = options
         self.mode = options.mode

@@ -21,11 +21,11 @@ from typing import Literal
 import pytest
 
 from ..analysis.verify import ACTIONS, VerifyReport, render_row
+from ..engine.cassettes import load_verified
 from ..engine.fork import SessionFork, fork_options_for
 from ..engine.keys import environment_keys, set_placeholder_keys
 from ..engine.launched import write_report
 from ..engine.options import SessionOptions
-from ..engine.replay import load_verified
 from ..engine.session import Session
 from ..errors import (
     BlackboxError,

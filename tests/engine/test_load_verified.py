@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
+from pytest_blackbox.engine.cassettes import load_verified
 from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.options import SessionOptions
-from pytest_blackbox.engine.replay import load_verified
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
