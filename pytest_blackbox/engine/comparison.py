@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference
 from ..errors import ReplayDivergenceError
+from ..vocabulary import Match
 from .divergence import common_prefix, diverge
-from .options import Match
 from .recorded import RecordedPair, RecordedRun, RecordedTurn
 from .rules import MatchRules
 from .tools import identity_text, same_json
@@ -33,7 +33,7 @@ __all__ = [
 
 REQUEST_HINT = (
     "The agent sent a different request than the one recorded. If the difference comes from something "
-    "nondeterministic (a timestamp, a random id), rerun with --match sequence."
+    f"nondeterministic (a timestamp, a random id), rerun with {ReplayDivergenceError.SEQUENCE_OPTION}."
 )
 TOOL_INPUT_HINT = "The agent called the tool with different arguments than it did when recording."
 MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."

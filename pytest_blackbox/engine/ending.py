@@ -27,10 +27,11 @@ from ..trace.payloads import (
     run_completed,
 )
 from ..trace.secrets import contains_secret, known_secrets
+from ..vocabulary import UNSET
 from .fork import SessionFork
 from .keys import KnownKeys
 from .launched import write_report
-from .options import _UNSET, SessionOptions
+from .options import SessionOptions
 from .recording import Recording
 from .replay import ReplayCursor
 
@@ -82,9 +83,9 @@ class RunReport:
 
 def check_finish_arguments(result: Any, error: Any) -> None:
     """``finish()`` takes a final answer (a string) or an error, not both."""
-    if result is not _UNSET and error is not _UNSET:
+    if result is not UNSET and error is not UNSET:
         raise BlackboxUsageError("finish() takes a result or an error, not both")
-    if result is not _UNSET and not isinstance(result, str):
+    if result is not UNSET and not isinstance(result, str):
         raise BlackboxUsageError(
             f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
             "pass json.dumps(value) to record a structured answer"
@@ -99,10 +100,10 @@ def terminal_payload(
     Without either, a run whose last model output is a final answer completed with that answer;
     any other run ends without a terminal step (incomplete).
     """
-    if error is not _UNSET and error is not None:
+    if error is not UNSET and error is not None:
         message = error if isinstance(error, str) else (str(error) or type(error).__name__)
         return agent_error(mask(message))
-    if result is not _UNSET:
+    if result is not UNSET:
         return run_completed(result)
     outputs = [s for s in steps if s["type"] == "model_output"]
     last = outputs[-1]["payload"] if outputs else None
@@ -120,7 +121,7 @@ def exit_terminal(
         return calls_in_flight(exit_code, in_flight)
     if exit_code != 0:
         return process_exit(exit_code)
-    return terminal_payload(_UNSET, _UNSET, steps, mask)
+    return terminal_payload(UNSET, UNSET, steps, mask)
 
 
 def refuse_finish(running: int, first_error: BlackboxError | None, fork: SessionFork | None) -> None:

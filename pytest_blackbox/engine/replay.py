@@ -19,8 +19,8 @@ from ..errors import ReplayDivergenceError
 from ..trace.errors import CassetteError
 from ..trace.model import Trace, TraceStep
 from ..trace.payloads import outcome_of
+from ..vocabulary import Match
 from .comparison import comparison_for
-from .options import Match
 from .recorded import RecordedPair, RecordedRun, RecordedTurn
 from .rules import MatchRules
 from .tools import same_json

@@ -25,6 +25,7 @@ from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
+from ..vocabulary import UNSET
 from . import exithooks, launched
 from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call, running_tool
@@ -43,7 +44,7 @@ from .ending import (
 from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
-from .options import _UNSET, SessionOptions, resolve_options
+from .options import SessionOptions, resolve_options
 from .recorded import RecordedPair
 from .recording import Recording, ToolInvocation
 from .replay import ReplayCursor
@@ -390,7 +391,7 @@ class Session:
 
     # -- ending ----------------------------------------------------------------------------------
 
-    def finish(self, result: Any = _UNSET, error: Any = _UNSET) -> RunReport:
+    def finish(self, result: Any = UNSET, error: Any = UNSET) -> RunReport:
         """End the run: write the cassette (record) or check it was fully and faithfully replayed."""
         __tracebackhide__ = True
         try:
@@ -437,8 +438,8 @@ class Session:
     def _close(
         self,
         terminal_of: Callable[[list[TraceStep]], Terminal | None],
-        result: Any = _UNSET,
-        error: Any = _UNSET,
+        result: Any = UNSET,
+        error: Any = UNSET,
     ) -> RunReport:
         """Check the replay (one gone live at its end is written), or write the recording ending with
         the terminal step ``terminal_of(steps)``."""

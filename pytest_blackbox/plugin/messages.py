@@ -11,6 +11,9 @@ from ..analysis.verify import ACTIONS, VerifyReport, render_row
 from ..errors import CassetteError, OfflineRequestError, ReplayDivergenceError
 from .paths import shared_cassette_advice
 
+#: The ``sequence`` option under pytest (a divergence's hint names it).
+SEQUENCE_OPTION = "--blackbox-match=sequence"
+
 __all__ = [
     "ci_refusal",
     "connection_refused",
@@ -74,14 +77,13 @@ def verify_failed(report: VerifyReport, absolute: str, shown: str, rerecord_comm
     """A cassette that fails ``blackbox verify``: every invariant's row, the action, the fix."""
     failure = report.first_failure
     assert failure is not None
-    where = f" at step {failure.step_index}" if failure.step_index is not None else ""
     rows = [
         render_row(result.name, result.status, result.detail.replace(absolute, shown))
         for result in report.invariants
     ]
     return "\n".join(
         [
-            f"blackbox: the cassette failed verification: {failure.name}{where}",
+            f"blackbox: the cassette failed verification: {failure.name}{failure.where}",
             *rows,
             ACTIONS[failure.name],
             f"cassette: {shown}",
@@ -108,7 +110,8 @@ def failure_block(error: BaseException, shown: str, *, recording: bool, rerecord
         return str(error)  # the socket guard's refusal says everything itself
     if isinstance(error, OSError):
         error = CassetteError(f"could not read {shown}: {error.strerror or type(error).__name__}")
-    lines = [f"blackbox: {_match_hint(str(error))}"]
+    text = error.text(SEQUENCE_OPTION) if isinstance(error, ReplayDivergenceError) else str(error)
+    lines = [f"blackbox: {text}"]
     if recording:
         lines.append(f"cassette: {shown} (not written: the test failed)")
         return "\n".join(lines)
@@ -121,8 +124,3 @@ def failure_block(error: BaseException, shown: str, *, recording: bool, rerecord
 def not_written(shown: str) -> str:
     """The note under a failed test whose recording was dropped."""
     return f"blackbox: {shown} was not written: the test failed"
-
-
-def _match_hint(message: str) -> str:
-    """The session speaks of the CLI's ``--match``; under pytest the option has another name."""
-    return message.replace("rerun with --match sequence", "rerun with --blackbox-match=sequence")

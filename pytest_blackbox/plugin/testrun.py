@@ -21,12 +21,16 @@ from typing import Literal
 
 import pytest
 
-from ..engine.cassettes import load_verified
-from ..engine.fork import SessionFork, fork_options_for
-from ..engine.keys import environment_keys, set_placeholder_keys
-from ..engine.launched import write_report
-from ..engine.options import SessionOptions
-from ..engine.session import Session
+from ..engine import (
+    Session,
+    SessionFork,
+    SessionOptions,
+    environment_keys,
+    fork_options_for,
+    load_verified,
+    set_placeholder_keys,
+    write_report,
+)
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
@@ -36,6 +40,7 @@ from ..errors import (
 )
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
+from ..vocabulary import Outcome
 from . import messages
 from .config import Settings, rerecord_command
 from .decision import Decision, decide
@@ -43,27 +48,6 @@ from .paths import pending_owner, pending_path, trace_id_for
 from .report import short_report, shown_path
 from .rerecord import first_change
 from .sockets import SocketGuard
-
-#: How a test's cassette run ended; the summary counts some of these (``summary.COUNTED`` and
-#: ``summary.COUNTED_IF_ANY``).
-Outcome = Literal[
-    "replayed",
-    "recorded",
-    "unchanged",
-    "live",
-    "diverged",
-    "unsupported",
-    "not_written",
-    "invalid",
-    "unwritable",
-    "missing",
-    "refused",
-    "failed",
-    "skipped",
-]
-
-#: Outcomes that mean the cassette or the agent is wrong, whatever the test's own verdict was.
-FAILURE_OUTCOMES: tuple[Outcome, ...] = ("diverged", "unsupported", "invalid")
 
 _FALSE_VALUES = ("", "0", "false", "no")
 #: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is

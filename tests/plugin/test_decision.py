@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_blackbox.plugin.config import RECORD_MODES
 from pytest_blackbox.plugin.decision import Decision, decide
+from pytest_blackbox.vocabulary import RECORD_MODES
 
 RECORD = Decision("record", writes=True)
 REPLAY = Decision("replay")
