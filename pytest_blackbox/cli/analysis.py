@@ -20,7 +20,7 @@ from ..analysis.diff import diff_outcome, diff_traces, is_fork_pair, render_diff
 from ..analysis.labels import describe_step
 from ..analysis.textconv import cassette_text, is_cassette_document
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
-from ..engine.keys import KEY_VARIABLES, environment_keys
+from ..engine import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError
