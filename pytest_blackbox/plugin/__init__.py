@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from .config import Found
     from .summary import Summary
     from .testrun import CassetteSession, TestRun
     from .unmarked import UnmarkedGuard
@@ -29,6 +30,8 @@ _UNMARKED_KEY: pytest.StashKey[UnmarkedGuard] = pytest.StashKey()
 _PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
 #: Derived cassette path → (the test it belongs to, its node id): two tests never share one unasked.
 _CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
+#: What collection found before ``--lf`` or a ``file::test`` argument narrowed it (cassette names).
+_FOUND_KEY: pytest.StashKey[Found] = pytest.StashKey()
 
 
 def _group(parser: pytest.Parser) -> pytest.OptionGroup:
@@ -197,6 +200,22 @@ def _uses_blackbox(item: pytest.Item) -> bool:
     return item.get_closest_marker("blackbox") is not None or "blackbox" in getattr(item, "fixturenames", ())
 
 
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Note what every collector found, innermost so before ``--lf`` filters it: a selection by node
+    id keeps the rest of the module from the run, not from the test's cassette name."""
+    report = yield
+    found = collector.config.stash.get(_FOUND_KEY, None)
+    if found is None:
+        from .config import Found
+
+        found = collector.config.stash[_FOUND_KEY] = Found()
+    found.add(collector, report.result)
+    return report
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -211,7 +230,7 @@ def pytest_collection_modifyitems(
         problem = marker_problem(item)
         if problem is not None:
             raise pytest.UsageError(problem)
-    note_collected(session, items)
+    note_collected(session, items, config.stash.get(_FOUND_KEY, None))
     summary = _summary(config)
     summary.add_collected(items, _uses_blackbox)
     # a module that failed to import has tests nobody saw (``--continue-on-collection-errors``)
