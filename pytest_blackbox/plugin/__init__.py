@@ -17,6 +17,7 @@ import pytest
 from ..vocabulary import MATCHES, RECORD_MODES
 
 if TYPE_CHECKING:
+    from .config import Found
     from .summary import Summary
     from .testrun import CassetteSession, TestRun
     from .unmarked import UnmarkedGuard
@@ -33,6 +34,8 @@ _PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
 _CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
 #: What the terminal summary says about the ``--blackbox-report`` written at session end.
 _REPORT_NOTE_KEY = pytest.StashKey[str]()
+#: What collection found before ``--lf`` or a ``file::test`` argument narrowed it (cassette names).
+_FOUND_KEY: pytest.StashKey[Found] = pytest.StashKey()
 
 
 def _group(parser: pytest.Parser) -> pytest.OptionGroup:
@@ -212,6 +215,22 @@ def _uses_blackbox(item: pytest.Item) -> bool:
     return item.get_closest_marker("blackbox") is not None or "blackbox" in getattr(item, "fixturenames", ())
 
 
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Note what every collector found, innermost so before ``--lf`` filters it: a selection by node
+    id keeps the rest of the module from the run, not from the test's cassette name."""
+    report = yield
+    found = collector.config.stash.get(_FOUND_KEY, None)
+    if found is None:
+        from .config import Found
+
+        found = collector.config.stash[_FOUND_KEY] = Found()
+    found.add(collector, report.result)
+    return report
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -226,7 +245,7 @@ def pytest_collection_modifyitems(
         problem = marker_problem(item)
         if problem is not None:
             raise pytest.UsageError(problem)
-    note_collected(session, items)
+    note_collected(session, items, config.stash.get(_FOUND_KEY, None))
     summary = _summary(config)
     summary.add_collected(items, _uses_blackbox)
     # a module that failed to import has tests nobody saw (``--continue-on-collection-errors``)

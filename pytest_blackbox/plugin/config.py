@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -268,14 +268,12 @@ def _name(item: pytest.Item) -> str:
     params = getattr(callspec, "params", {})
     if REPEAT_PARAMETER not in params:
         return item.name
-    run = f"{params[REPEAT_PARAMETER] + 1}-"
-    ids = list(getattr(callspec, "_idlist", ()))
-    for index in reversed(range(len(ids))):
-        if ids[index].startswith(run) and ids[index][len(run) :].isdigit():
-            del ids[index]
-            break
+    # pytest-repeat's id is ``<run>-<count>``; the rightmost one is its own (it parametrizes last).
+    ids = str(getattr(callspec, "id", ""))
+    run = re.fullmatch(rf"(?:(.*)-)?{params[REPEAT_PARAMETER] + 1}-\d+(?:-(.*))?", ids, re.S)
+    rest = [part for part in run.groups() if part is not None] if run else [ids]
     original = getattr(item, "originalname", item.name.split("[", 1)[0])
-    return f"{original}[{'-'.join(ids)}]" if ids else original
+    return f"{original}[{'-'.join(rest)}]" if rest else original
 
 
 def stem_of(item: pytest.Item) -> str:
@@ -283,19 +281,62 @@ def stem_of(item: pytest.Item) -> str:
     return test_stem(_classes(item), _name(item))
 
 
-def note_collected(session: pytest.Session, items: Iterable[pytest.Item]) -> None:
+@dataclass
+class Found:
+    """What collection found (``pytest_make_collect_report``), before anything narrowed it.
+
+    A ``file::test`` argument collects the module whole, then keeps the named test; ``--lf`` drops
+    the tests that passed from a module's collection. The test's cassette name depends on every
+    test of its module, so it is taken from this, not from the items that run.
+    """
+
+    items: list[pytest.Item] = field(default_factory=list)
+    #: Every class found, by its parent's node id; a selection may have collected only some.
+    classes: dict[str, dict[str, pytest.Class]] = field(default_factory=dict)
+    collected: set[str] = field(default_factory=set)
+
+    def add(self, collector: pytest.Collector, result: Iterable[pytest.Item | pytest.Collector]) -> None:
+        self.collected.add(collector.nodeid)
+        for node in result:
+            if isinstance(node, pytest.Item):
+                self.items.append(node)
+            elif isinstance(node, pytest.Class):
+                self.classes.setdefault(collector.nodeid, {})[node.nodeid] = node
+
+    def all_items(self) -> Iterator[pytest.Item]:
+        """Every test found, and those of the classes left uncollected whose name differs only in
+        case from a collected sibling's (``TestA``, ``Testa``): only their tests can share a name."""
+        yield from self.items
+        for siblings in self.classes.values():
+            folded = {node.name.casefold() for nodeid, node in siblings.items() if nodeid in self.collected}
+            for nodeid, node in siblings.items():
+                if nodeid not in self.collected and node.name.casefold() in folded:
+                    yield from _collected_items(node)
+
+
+def _collected_items(collector: pytest.Collector) -> Iterator[pytest.Item]:
+    """The tests of a class the run did not collect (a selection named its twin): collected here,
+    never run. One that cannot be collected has no tests to name."""
+    try:
+        nodes = list(collector.collect())
+    except Exception:
+        return
+    for node in nodes:
+        if isinstance(node, pytest.Item):
+            yield node
+        elif isinstance(node, pytest.Collector):
+            yield from _collected_items(node)
+
+
+def note_collected(session: pytest.Session, items: Iterable[pytest.Item], found: Found | None) -> None:
     """Find, per module, the test ids that differ only in case (they get hashed cassette names).
 
-    A module named with ``::`` on the command line is collected whole and then narrowed: the items
-    pytest collected for it before narrowing are looked at too, so a test keeps its cassette name
-    however it is selected.
+    The tests collection found (:class:`Found`) are looked at as well as those selected, so a test
+    keeps its cassette name however it is selected (``file::test``, ``-k``, ``--lf``, ``--deselect``).
     """
     stems: dict[str, set[str]] = {}
-    cache = getattr(session, "_collection_cache", {})  # pytest's own, for modules named with ``::``
-    cached = (node for report in cache.values() for node in getattr(report, "result", ()))
-    for item in (*items, *cached):
-        if isinstance(item, pytest.Item):
-            stems.setdefault(str(item.path), set()).add(stem_of(item))
+    for item in (*items, *(found.all_items() if found else ())):
+        stems.setdefault(str(item.path), set()).add(stem_of(item))
     session.config.stash[_COLLISIONS_KEY] = {
         module: frozenset(case_collisions(names)) for module, names in stems.items()
     }

@@ -141,6 +141,84 @@ def test_a_test_named_on_the_command_line_finds_the_same_cassette(
     result.stdout.fnmatch_lines([exact(summary(replayed=1, checked=False))])
 
 
+SELECTED_TESTS = """
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("city", ["Lima", "lima", "Oslo"], ids=["Lima", "lima", "Oslo"])
+@pytest.mark.blackbox
+def test_case(blackbox, city):
+    blackbox.finish(result=city)
+    assert os.environ.get("FAIL_CITY") != city
+
+
+class TestTrip:
+    @pytest.mark.blackbox
+    def test_x(self, blackbox):
+        blackbox.finish(result="TestTrip")
+
+
+class Testtrip:
+    @pytest.mark.blackbox
+    def test_x(self, blackbox):
+        blackbox.finish(result="Testtrip")
+"""
+#: Each selection, the tests it runs, and what runs first (``--lf`` needs a run in which Lima failed).
+SELECTIONS = [
+    pytest.param(("test_cities.py::test_case[Lima]",), ["test_case[Lima]"], id="node-id"),
+    pytest.param(("-n", "2", "test_cities.py::test_case[Lima]"), ["test_case[Lima]"], id="node-id-xdist"),
+    pytest.param(("test_cities.py::TestTrip::test_x",), ["TestTrip.test_x"], id="node-id-class"),
+    pytest.param(("-k", "Lima"), ["test_case[Lima]", "test_case[lima]"], id="k"),
+    pytest.param(
+        ("--deselect", "test_cities.py::test_case[lima]", "--deselect", "test_cities.py::test_case[Oslo]"),
+        ["test_case[Lima]", "TestTrip.test_x", "Testtrip.test_x"],
+        id="deselect",
+    ),
+    pytest.param(("--lf",), ["test_case[Lima]"], id="lf"),
+]
+#: Every test of SELECTED_TESTS, and the ids that differ only in case (they get hashed names).
+SELECTED_STEMS = [
+    "test_case[Lima]",
+    "test_case[lima]",
+    "test_case[Oslo]",
+    "TestTrip.test_x",
+    "Testtrip.test_x",
+]
+SELECTED_COLLISIONS = case_collisions(SELECTED_STEMS)
+
+
+@pytest.mark.parametrize(("selection", "stems"), SELECTIONS)
+def test_a_selection_replays_the_cassettes_the_whole_run_recorded(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, selection: tuple[str, ...], stems: list[str]
+) -> None:
+    """However a run picks tests (a node id, ``-k``, ``--deselect``, ``--lf``, under ``-n 2``), a test
+    looks for the file the whole module's recording wrote: the others are gone, so any other path
+    would fail with "no cassette"."""
+    plugins = ("-p", "no:hypothesispytest")  # the cache provider stays: ``--lf`` reads it
+    bare_dir.makepyfile(test_cities=SELECTED_TESTS)
+    recorded = bare_dir.runpytest(*plugins, "--record-mode=once")
+    recorded.assert_outcomes(passed=len(SELECTED_STEMS))
+    folder = bare_dir.path / "cassettes" / "test_cities"
+    files = {stem: folder / cassette_name(stem, SELECTED_COLLISIONS) for stem in SELECTED_STEMS}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in files.values())
+    if "--lf" in selection:
+        clean_env.setenv("FAIL_CITY", "Lima")
+        failed = bare_dir.runpytest(*plugins)
+        failed.assert_outcomes(passed=len(SELECTED_STEMS) - 1, failed=1)
+        clean_env.delenv("FAIL_CITY")
+    kept = {stem: files[stem].read_bytes() for stem in stems}
+    for stem, path in files.items():
+        if stem not in kept:
+            path.unlink()
+    result = bare_dir.runpytest(*plugins, *selection)
+    result.assert_outcomes(passed=len(stems))
+    result.stdout.fnmatch_lines([exact(summary(replayed=len(stems), checked=False))])
+    assert {stem: files[stem].read_bytes() for stem in stems} == kept
+    assert sorted(folder.iterdir()) == sorted(files[stem] for stem in stems)
+
+
 def test_the_shared_cassette_tree(bare_dir: pytest.Pytester) -> None:
     bare_dir.makeini(INNER_INI + "blackbox_cassette_dir = recorded\n")
     bare_dir.mkdir("sub")
