@@ -339,8 +339,10 @@ def test_a_stopped_server_refuses_connections() -> None:
 
 
 def documented_files() -> dict[str, str]:
-    """The files of docs/fake-provider.md's complete example: each Python block opening with ``# <name>``."""
+    """The files of docs/fake-provider.md's complete OpenAI example: each Python block of its section
+    opening with ``# <name>`` (tests/test_docs.py runs the page's other recipe)."""
     text = DOC.read_text(encoding="utf-8")
+    text = text[text.index("## OpenAI\n") : text.index("\n## ", text.index("## OpenAI\n") + 1)]
     return dict(re.findall(r"```python\n# (\w+\.py)\n(.*?)```", text, re.DOTALL))
 
 
