@@ -18,6 +18,7 @@ from .errors import (
     RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
+    StrayCallWarning,
     UnreplayableWarning,
 )
 
@@ -46,6 +47,7 @@ __all__ = [
     "SecretLeakError",
     "Secrets",
     "Session",
+    "StrayCallWarning",
     "Trace",
     "TraceStep",
     "UnreplayableWarning",
