@@ -222,3 +222,65 @@ def test_a_child_that_cannot_follow_is_refused_in_a_replay(counted_sync: Counted
     )
     replayed.stdout.fnmatch_lines([exact(summary(refused=1))])
     assert counted.sent == 0
+
+
+STRAY = """
+import threading
+
+import anthropic
+import pytest
+
+import kid_agent
+
+go = threading.Event()
+late = {}
+
+
+def call_later():
+    go.wait(120)
+    try:
+        late["answer"] = kid_agent.ask("Oslo")
+    except anthropic.BadRequestError as error:
+        late["answer"] = error.response.json()["error"]["message"]
+
+
+@pytest.mark.blackbox
+def test_a():
+    late["thread"] = threading.Thread(target=call_later, daemon=True)
+    late["thread"].start()
+    assert kid_agent.ask("Paris") == "Paris"
+
+
+@pytest.mark.blackbox
+def test_b():
+    assert kid_agent.ask("Lima") == "Lima"
+    go.set()
+    late["thread"].join(120)
+    assert late["answer"].startswith("[blackbox] a model call came from a thread or task started by ")
+"""
+STRAY_REFUSAL = (
+    "a model call came from a thread or task started by test_kids.py::test_a, which has ended, while "
+    "test_kids.py::test_b ran: it was not sent, nor recorded in this test's cassette; join the thread "
+    "(or await the task) before the test that started it ends"
+)
+
+
+def test_a_call_from_a_thread_of_an_ended_test_is_refused_naming_that_test(counted_sync: Counted) -> None:
+    counted = counted_sync
+    counted.pytester.makepyfile(kid_agent=KID_AGENT, test_kids=STRAY)
+    for run, args in (("record", ("--record-mode=once",)), ("replay", ())):
+        if run == "replay":
+            counted.pytester._monkeypatch.setenv("CI", "1")
+        result = counted.run(*args)
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(
+            [
+                "*= warnings summary =*",
+                "test_kids.py::test_b",
+                "  *: StrayCallWarning: " + exact(STRAY_REFUSAL),
+            ]
+        )
+        assert counted.sent == 2  # test_a's call and test_b's, recorded once; the stray one never
+        for test, city in (("test_a", "Paris"), ("test_b", "Lima")):
+            inputs = _model_inputs(counted, test)
+            assert len(inputs) == 1 and f"in {city}?" in json.dumps(inputs[0]), (run, test)
