@@ -6,7 +6,7 @@ its handler is a :class:`RelayClient`: each request goes over loopback to the pa
 the parent's interception) and sends its decision back. A :class:`Reply` crosses as bytes; a
 :class:`Forward` makes the child send the request itself and report the answer on the same
 connection, so the parent's ``on_response`` sees it as it would its own. One interception
-interface, whatever process the call comes from. See docs/engine.md#child-processes.
+interface, whatever process the call comes from. See docs/pytest.md#child-processes.
 
 The same port refuses plain HTTP (a child that could not be followed, sent here by the base-URL and
 proxy variables a replay sets): ``on_http`` is told what it tried to reach, and the child gets a 403.
