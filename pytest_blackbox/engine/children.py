@@ -88,10 +88,11 @@ def _on_http(target: str) -> str:
     session = _Parent.session
     shown = session._mask(target) if session is not None else target
     text = (
-        f"a child process tried to reach {shown} during a replay, through the base-URL or proxy "
-        "variables pytest-blackbox sets for child processes; nothing was sent. Only Python children "
-        "started with the test's environment are followed (not other programs, `python -S`, or an "
-        "env= of their own): run it that way, or start it inside a wrapped tool (blackbox.tool)"
+        f"a request to {shown} came during a replay through the base-URL or proxy variables a replay "
+        "sets (from a child process pytest-blackbox cannot follow, or code reading those variables); "
+        "nothing was sent. Only Python children started with the test's environment are followed "
+        "(not other programs, `python -S`, or an env= of their own): run it that way, or make the "
+        "request inside a wrapped tool (blackbox.tool)"
     )
     if session is not None:
         session._refuse_call(OfflineRequestError(text))

@@ -210,11 +210,11 @@ def test_a_child_that_cannot_follow_is_refused_in_a_replay(counted_sync: Counted
         [
             "*_ test_unfollowed _*",
             exact(
-                f"blackbox: a child process tried to reach {tried} during a replay, through the base-URL "
-                "or proxy variables pytest-blackbox sets for child processes; nothing was sent. Only Python "
-                "children started with the test's environment are followed (not other programs, "
-                "`python -S`, or an env= of their own): run it that way, or start it inside a wrapped "
-                "tool (blackbox.tool)"
+                f"blackbox: a request to {tried} came during a replay through the base-URL or proxy "
+                "variables a replay sets (from a child process pytest-blackbox cannot follow, or code "
+                "reading those variables); nothing was sent. Only Python children started with the "
+                "test's environment are followed (not other programs, `python -S`, or an env= of their "
+                "own): run it that way, or make the request inside a wrapped tool (blackbox.tool)"
             ),
             "cassette: cassettes/test_kids/test_unfollowed.json",
         ],
