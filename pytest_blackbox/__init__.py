@@ -20,6 +20,7 @@ from .errors import (
     RecordedToolError,
     ReplayDivergenceError,
     SecretLeakError,
+    StrayCallWarning,
     UnreplayableWarning,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "SecretLeakError",
     "Secrets",
     "Session",
+    "StrayCallWarning",
     "ToolCall",
     "Trace",
     "TraceStep",

@@ -66,6 +66,10 @@ class UnreplayableWarning(UserWarning):
     """A recording did something a replay will refuse (a request that is not a model call)."""
 
 
+class StrayCallWarning(UserWarning):
+    """A model call came from a thread or task of a test that had ended: it was refused, not recorded."""
+
+
 class ForkError(BlackboxError):
     """A fork could not be set up or run."""
 

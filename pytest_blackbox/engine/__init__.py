@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .cassettes import load_cassette, load_verified
+    from .children import ChildWatch, follow_children
     from .ending import RunReport
     from .fork import SessionFork, fork_options_for, read_fork_set
     from .hosts import check_allowed_hosts, host_allowed, is_local, looks_like_ip
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .wire import WireCall, refusal
 
 __all__ = [
+    "ChildWatch",
     "KEY_VARIABLES",
     "LAUNCHED_VAR",
     "OFFLINE_PLACEHOLDER_KEY",
@@ -42,6 +44,7 @@ __all__ = [
     "blackbox",
     "check_allowed_hosts",
     "environment_keys",
+    "follow_children",
     "fork_options_for",
     "host_allowed",
     "is_local",
@@ -60,6 +63,8 @@ __all__ = [
 _LAZY = {
     "load_cassette": "cassettes",
     "load_verified": "cassettes",
+    "ChildWatch": "children",
+    "follow_children": "children",
     "RunReport": "ending",
     "SessionFork": "fork",
     "fork_options_for": "fork",

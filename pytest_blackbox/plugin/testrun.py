@@ -17,20 +17,23 @@ import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
 from ..engine import (
+    ChildWatch,
     Session,
     SessionFork,
     SessionOptions,
     environment_keys,
+    follow_children,
     fork_options_for,
     load_verified,
     set_placeholder_keys,
     write_report,
 )
+from ..engine import owners
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
@@ -38,6 +41,7 @@ from ..errors import (
     OfflineRequestError,
     ReplayDivergenceError,
 )
+from ..interception import Forward, ModelRequest, Reply
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
 from ..vocabulary import Outcome
@@ -76,6 +80,14 @@ class CassetteSession(Session, RunAssertions):
         #: The record mode that applies to this test (``none``, ``once``, ``new_episodes``, ``all``,
         #: ``rewrite``).
         self.record_mode = record_mode
+        #: The test that owns this session: calls from another test's threads are refused.
+        self.owner: owners.Owner | None = None
+
+    def _on_model(self, request: ModelRequest) -> Reply | Forward:
+        other = owners.stray(self.owner)
+        if other is None:
+            return super()._on_model(request)
+        return owners.refuse_stray(request, other, self.owner)
 
 
 def _process_gone(pid: int) -> bool:
@@ -132,6 +144,10 @@ class TestRun:
     guard: SocketGuard | None = None
     #: ``new_episodes`` in a folder that takes no new files: replayed strictly, nothing written.
     read_only: bool = False
+    #: The test's child processes followed into its session (``engine/children.py``).
+    children: ChildWatch | None = None
+    owner: owners.Owner | None = None
+    _owner_mark: Any = None
     _env_patched: list[str] = field(default_factory=list)
 
     @property
@@ -149,6 +165,8 @@ class TestRun:
 
         ``shared_with`` names another test whose derived cassette path is this one's.
         """
+        self.owner = owners.Owner(self.item.nodeid)
+        self._owner_mark = owners.claim(self.owner)
         if self.settings.live:
             self.session = self._new_session(SessionOptions(mode="off"))
             return
@@ -187,11 +205,17 @@ class TestRun:
         if session.mode == "replay" and session.options.on_divergence == "fail":
             refusal = partial(messages.connection_refused, self.item.nodeid, self.settings.allowed_hosts)
             self.guard = SocketGuard(self.settings.allowed_hosts, refusal).start()
+        replay = session.mode == "replay"
+        self.children = follow_children(
+            session, self.owner, close=replay, allowed_hosts=self.settings.allowed_hosts
+        )
 
     def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:
-        return CassetteSession(
+        session = CassetteSession(
             options, cassette_path=self.cassette, record_mode=self.settings.record_mode, trace=trace
         )
+        session.owner = self.owner
+        return session
 
     def _start_fork(self, options: SessionOptions) -> None:
         """Fork this test's cassette: every fork check first, then a session writing a pending file."""
@@ -292,6 +316,12 @@ class TestRun:
             self.session.stop()  # a finished session refuses late calls until released here
         if self.guard is not None:
             self.guard.stop()
+        if self.children is not None:
+            self.children.stop()
+            self.children = None
+        if self._owner_mark is not None:
+            owners.release(self._owner_mark)
+            self._owner_mark = None
         for name in self._env_patched:
             os.environ.pop(name, None)
         self._env_patched.clear()
