@@ -28,12 +28,12 @@ if TYPE_CHECKING:
     from .wire import WireCall, refusal
 
 __all__ = [
-    "ChildWatch",
     "KEY_VARIABLES",
     "LAUNCHED_VAR",
     "OFFLINE_PLACEHOLDER_KEY",
     "RULE_VALIDATORS",
     "SESSION_ENV_VARS",
+    "ChildWatch",
     "MCPClient",
     "RunReport",
     "Secrets",

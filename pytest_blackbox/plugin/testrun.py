@@ -30,10 +30,10 @@ from ..engine import (
     follow_children,
     fork_options_for,
     load_verified,
+    owners,
     set_placeholder_keys,
     write_report,
 )
-from ..engine import owners
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
