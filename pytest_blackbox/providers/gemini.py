@@ -47,6 +47,7 @@ from .common import (
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
+    "HISTORY",
     "NAME",
     "PATH",
     "ROUTE",
@@ -66,6 +67,8 @@ NAME: Final = "gemini"
 #: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
 #: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "contents"
 #: The same path, read: the model resource and the method.
 PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
 
@@ -148,6 +151,7 @@ class GeminiCall:
     """
 
     NAME: ClassVar[str] = NAME
+    HISTORY: ClassVar[str] = HISTORY
 
     def __init__(self, *, model: str, stream: bool, vertex: bool = False) -> None:
         self.model = model
