@@ -79,7 +79,12 @@ class ReplayDivergenceError(BlackboxError):
 
     ``expected`` and ``actual`` are already rendered (compact, capped, masked) so the message can be
     shown as is; ``notes`` are lines about them (where two long texts differ, the match rules applied).
+    A hint may name the option that turns the request comparison off as :data:`SEQUENCE_OPTION`;
+    the message spells it as the CLI does, and :meth:`text` as the caller's layer does.
     """
+
+    #: Stands in a hint for the option that replays in ``sequence`` mode.
+    SEQUENCE_OPTION = "{sequence option}"
 
     def __init__(
         self,
@@ -95,14 +100,28 @@ class ReplayDivergenceError(BlackboxError):
         self.path = path
         self.expected = expected
         self.actual = actual
-        self.hint = hint
+        self._hint = hint
         self.notes = tuple(notes)
+        super().__init__(self.text())
+
+    @property
+    def hint(self) -> str | None:
+        """What to do about it, as the CLI says it."""
+        return self.hint_for()
+
+    def hint_for(self, sequence_option: str = "--match sequence") -> str | None:
+        """The hint with the ``sequence`` option spelled ``sequence_option``."""
+        return None if self._hint is None else self._hint.replace(self.SEQUENCE_OPTION, sequence_option)
+
+    def text(self, sequence_option: str = "--match sequence") -> str:
+        """The message, its hint naming the ``sequence`` option as ``sequence_option``."""
+        hint = self.hint_for(sequence_option)
         lines = [
-            f"replay diverged at step {step_index}, {path}",
-            f"  recorded: {expected}",
-            f"  actual:   {actual}",
+            f"replay diverged at step {self.step_index}, {self.path}",
+            f"  recorded: {self.expected}",
+            f"  actual:   {self.actual}",
             *(f"  {note}" for note in self.notes),
         ]
         if hint:
             lines.append(hint)
-        super().__init__("\n".join(lines))
+        return "\n".join(lines)

@@ -31,6 +31,7 @@ NETWORK = {
 
 #: Folder (or top-level module) → the project folders it may import, and its third-party imports.
 LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "vocabulary": (frozenset(), frozenset()),
     "trace": (frozenset({"trace"}), frozenset({"jsonschema"})),
     "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
     "errors": (frozenset({"trace"}), frozenset()),
@@ -56,6 +57,8 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     ),
 }
 ANALYSIS_SIDE = frozenset({"trace", "analysis"})
+#: Modules every layer may import: they import nothing of the package (``vocabulary``'s row says so).
+SHARED = frozenset({"vocabulary"})
 
 
 def _layer(path: Path) -> str:
@@ -115,7 +118,7 @@ def _violation(layer: str, module: str) -> str | None:
     top = module.split(".")[0]
     if top == PACKAGE:
         target = module.split(".")[1] if "." in module else PACKAGE
-        if target not in allowed:
+        if target not in allowed and target not in SHARED:
             return f"`{module}` is outside what {layer}/ may import ({', '.join(sorted(allowed))})"
         return None
     if top in ("pytest", "_pytest") and top not in third_party:
@@ -205,3 +208,44 @@ def test_the_checker_catches_forbidden_imports(layer: str, source: str, reason: 
 )
 def test_the_checker_allows_each_layers_imports(layer: str, source: str) -> None:
     assert check_source(source, PACKAGE_DIR / layer / "example.py") == []
+
+
+#: Engine modules another layer may still import directly, with the reason (none today: every
+#: other layer uses what ``pytest_blackbox.engine`` exports).
+ENGINE_INSIDE_ALLOWED: dict[str, str] = {}
+
+
+def engine_inside_imports(source: str, path: Path) -> list[str]:
+    """Every import of a module inside ``engine/`` by a module of another layer."""
+    if _layer(path) == "engine":
+        return []
+    problems = []
+    for line, module in _imported(ast.parse(source, filename=str(path)), _module_package(path)):
+        if module.startswith(f"{PACKAGE}.engine.") and module not in ENGINE_INSIDE_ALLOWED:
+            problems.append(
+                f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: import {module}: "
+                f"import it from {PACKAGE}.engine (add it to the engine's exports)"
+            )
+    return problems
+
+
+def test_other_layers_import_the_engine_only_through_its_exports() -> None:
+    problems = [p for path in _modules() for p in engine_inside_imports(path.read_text("utf-8"), path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_direct_import_of_an_engine_module_is_caught() -> None:
+    path = PACKAGE_DIR / "plugin" / "example.py"
+    assert engine_inside_imports("from ..engine.session import Session\n", path) == [
+        "pytest_blackbox/plugin/example.py:1: import pytest_blackbox.engine.session: "
+        "import it from pytest_blackbox.engine (add it to the engine's exports)"
+    ]
+    assert engine_inside_imports("from ..engine import Session\n", path) == []
+    assert engine_inside_imports("from .session import Session\n", PACKAGE_DIR / "engine" / "x.py") == []
+
+
+def test_every_engine_export_resolves() -> None:
+    import pytest_blackbox.engine as engine
+
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None, name

@@ -70,6 +70,15 @@ class InvariantResult:
     detail: str
     step_index: int | None = None
 
+    @property
+    def where(self) -> str:
+        """`` at step 3``, or nothing when the failure names no step."""
+        return f" at step {self.step_index}" if self.step_index is not None else ""
+
+    def summary(self) -> str:
+        """``hash_chain failed at step 3: …``: the one line that names a failed invariant."""
+        return f"{self.name} failed{self.where}: {self.detail}"
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "status": self.status, "detail": self.detail}
         if self.step_index is not None:

@@ -19,7 +19,7 @@ from ..analysis.assertions import assert_cassette, parse_tools, render_assert_re
 from ..analysis.diff import diff_outcome, diff_traces, render_diff
 from ..analysis.labels import describe_step
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
-from ..engine.keys import KEY_VARIABLES, environment_keys
+from ..engine import KEY_VARIABLES, environment_keys
 from ..errors import BlackboxUsageError
 from ..trace.canonical import pretty_json
 from ..trace.errors import CassetteError

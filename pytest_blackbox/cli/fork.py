@@ -21,15 +21,14 @@ from ..analysis.diff import diff_outcome, diff_traces
 from ..analysis.verify import VerifyReport, verify_trace
 from ..demo.agent import SCENARIOS, run_demo
 from ..demo.fork import fork_run
-from ..engine.fork import SessionFork, read_fork_set
-from ..engine.keys import environment_keys
-from ..engine.options import _UNSET, SessionOptions, resolve_options
+from ..engine import SessionFork, SessionOptions, environment_keys, read_fork_set, resolve_options
 from ..errors import BlackboxError, BlackboxUsageError, ForkError, SecretLeakError, TranscriptImportError
 from ..importers import IMPORTERS, import_chat_json, import_claude_code
 from ..trace.io import load_trace, parse_json, read_text, same_file, save_trace
 from ..trace.model import Trace
 from ..trace.payloads import terminal_outcome, tool_call_sequence
 from ..trace.secrets import contains_secret, known_secrets, truncate_masked
+from ..vocabulary import MATCHES, UNSET
 from .analysis import api_keys
 from .common import add_command
 from .launcher import child_env, outcome_line, run_child
@@ -169,7 +168,7 @@ def _session_fork_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--match",
-        choices=("strict", "sequence"),
+        choices=MATCHES,
         help="session fork: compare the requests before the fork point (strict, the default) or not",
     )
 
@@ -358,7 +357,7 @@ def run_session_fork(args: argparse.Namespace) -> int:
         cassette=args.cassette,
         out=args.out,
         fork_at=args.at,
-        fork_set=read_fork_set(args.fork_set) if args.fork_set is not None else _UNSET,
+        fork_set=read_fork_set(args.fork_set) if args.fork_set is not None else UNSET,
         continue_with=continue_with,
         script=args.script,
         match=args.match,
@@ -422,8 +421,7 @@ def _failure(report: VerifyReport) -> str:
     failure = report.first_failure
     if failure is None:
         return "verification failed"
-    where = f" at step {failure.step_index}" if failure.step_index is not None else ""
-    return f"{failure.name} failed{where}: {failure.detail}"
+    return failure.summary()
 
 
 def _verified(path: Path) -> str | None:

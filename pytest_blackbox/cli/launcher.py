@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine.keys import set_placeholder_keys
-from ..engine.launched import LAUNCHED_VAR
-from ..engine.options import SESSION_ENV_VARS
+from ..engine import LAUNCHED_VAR, SESSION_ENV_VARS, set_placeholder_keys
 from ..errors import BlackboxUsageError
+from ..vocabulary import MATCHES
 
 _MARK = "◼ blackbox"
 
@@ -55,7 +54,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--match",
-        choices=("strict", "sequence"),
+        choices=MATCHES,
         default="strict",
         help="compare requests (strict, default) or not",
     )

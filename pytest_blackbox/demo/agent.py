@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..engine.jsonvalue import to_json_value
+from ..engine import to_json_value
 from ..errors import BlackboxUsageError
 from ..trace.canonical import canonical_json
 from ..trace.model import Trace

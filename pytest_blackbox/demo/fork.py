@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.jsonvalue import to_json_value
+from ..engine import to_json_value
 from ..errors import BlackboxUnsupportedError, ForkError
 from ..trace.canonical import step_hash
 from ..trace.model import Trace, TraceStep

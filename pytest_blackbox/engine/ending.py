@@ -1,23 +1,21 @@
-"""How a run ends: its terminal payload, the report ``finish()`` returns, the checks before a
-cassette is written (it must verify and hold no known API key), and the session's ending half
-(:class:`Ending`: write, check the replay, end at the process exit, report to the launcher). See
-docs/engine.md#ending-a-run-finish.
+"""How a run ends: its terminal payload, the report ``finish()`` returns, what refuses to end it
+(after ``finish()`` or at the process exit), the checks before a cassette is written (it must verify
+and hold no known API key), the replay's last check and the launcher's report. The session calls
+these with what each needs. See docs/engine.md#ending-a-run-finish.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..analysis.jsondiff import format_path
 from ..analysis.verify import verify_trace
-from ..errors import BlackboxError, BlackboxUsageError, CassetteError, ReplayDivergenceError, SecretLeakError
+from ..errors import BlackboxError, BlackboxUsageError, CassetteError, SecretLeakError
 from ..trace.io import save_trace
 from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import (
@@ -29,21 +27,24 @@ from ..trace.payloads import (
     run_completed,
 )
 from ..trace.secrets import contains_secret, known_secrets
+from ..vocabulary import UNSET
 from .fork import SessionFork
 from .keys import KnownKeys
 from .launched import write_report
-from .options import _UNSET, SessionOptions
+from .options import SessionOptions
 from .recording import Recording
 from .replay import ReplayCursor
 
 __all__ = [
-    "Ending",
     "RunReport",
+    "cassette_out",
     "check_finish_arguments",
     "check_replay",
-    "exit_refusal",
     "exit_terminal",
     "launcher_report",
+    "refuse_exit",
+    "refuse_finish",
+    "report_to_launcher",
     "terminal_payload",
     "write_cassette",
     "write_refusal",
@@ -82,9 +83,9 @@ class RunReport:
 
 def check_finish_arguments(result: Any, error: Any) -> None:
     """``finish()`` takes a final answer (a string) or an error, not both."""
-    if result is not _UNSET and error is not _UNSET:
+    if result is not UNSET and error is not UNSET:
         raise BlackboxUsageError("finish() takes a result or an error, not both")
-    if result is not _UNSET and not isinstance(result, str):
+    if result is not UNSET and not isinstance(result, str):
         raise BlackboxUsageError(
             f"finish(result=…) takes the final answer as a string, not {type(result).__name__}; "
             "pass json.dumps(value) to record a structured answer"
@@ -99,10 +100,10 @@ def terminal_payload(
     Without either, a run whose last model output is a final answer completed with that answer;
     any other run ends without a terminal step (incomplete).
     """
-    if error is not _UNSET and error is not None:
+    if error is not UNSET and error is not None:
         message = error if isinstance(error, str) else (str(error) or type(error).__name__)
         return agent_error(mask(message))
-    if result is not _UNSET:
+    if result is not UNSET:
         return run_completed(result)
     outputs = [s for s in steps if s["type"] == "model_output"]
     last = outputs[-1]["payload"] if outputs else None
@@ -120,17 +121,49 @@ def exit_terminal(
         return calls_in_flight(exit_code, in_flight)
     if exit_code != 0:
         return process_exit(exit_code)
-    return terminal_payload(_UNSET, _UNSET, steps, mask)
+    return terminal_payload(UNSET, UNSET, steps, mask)
 
 
-def exit_refusal(exit_code: int, in_flight: int) -> BlackboxUsageError | None:
-    """Why a replay the process exit ends cannot be checked (it failed or calls were running)."""
-    if exit_code == 0 and not in_flight:
-        return None
-    still = f" with {in_flight} wrapped call(s) still running" if in_flight else ""
-    return BlackboxUsageError(
-        f"the program exited (exit code {exit_code}) before finish(){still}; the replay could not be checked"
-    )
+def refuse_finish(running: int, first_error: BlackboxError | None, fork: SessionFork | None) -> None:
+    """Raise why ``finish()`` cannot end the run: wrapped calls still running, the run's kept error,
+    or a fork whose fork point was never reached."""
+    if running:
+        raise BlackboxUsageError(
+            f"finish() was called while {running} wrapped call(s) were still running; await every model "
+            "call and tool call before finish(). Nothing was written, and later calls on this session "
+            "are refused."
+        )
+    if first_error is not None:
+        raise first_error
+    if fork is not None:
+        fork.check_end()
+
+
+def refuse_exit(
+    mode: str, exit_code: int, running: int, first_error: BlackboxError | None, fork: SessionFork | None
+) -> None:
+    """Raise why the process exit cannot end the run: the run's kept error (as ``finish()`` would:
+    nothing unfaithful is written), a fork point never reached, or a replay that cannot be checked
+    (the program failed or calls were running)."""
+    if first_error is not None:
+        raise first_error
+    if mode == "fork":
+        assert fork is not None
+        fork.check_end()  # the fork point was never reached: this raises
+    if mode == "replay" and (exit_code != 0 or running):
+        still = f" with {running} wrapped call(s) still running" if running else ""
+        raise BlackboxUsageError(
+            f"the program exited (exit code {exit_code}) before finish(){still}; "
+            "the replay could not be checked"
+        )
+
+
+def cassette_out(options: SessionOptions) -> Path:
+    """Where a recording is written: a replay gone live re-records its own cassette (the plugin hands
+    it a private copy)."""
+    out = options.out if options.mode in ("record", "fork") else options.cassette
+    assert out is not None
+    return out
 
 
 def write_refusal(trace: Trace, secrets: KnownKeys, mask: Callable[[str], str]) -> BlackboxError | None:
@@ -244,119 +277,13 @@ def launcher_report(
     return data
 
 
-class Ending:
-    """How a session ends, after ``finish()`` or at the process exit: the session's ending half.
-
-    ``Session`` inherits it; the attributes below are the session's, named here so each method can
-    be read (and type-checked) on its own.
-    """
-
-    options: SessionOptions
-    mode: str
-    report: RunReport | None
-    _lock: threading.RLock
-    _finished: bool
-    _ended_by_exit: bool
-    _first_error: BlackboxError | None
-    _recording: Recording | None
-    _cursor: ReplayCursor | None
-    _fork: SessionFork | None
-    _secrets: KnownKeys
-    _fail: Callable[[BlackboxError], BlackboxError]
-    _mask: Callable[[str], str]
-    _redacted: Callable[[Any], Any]
-    _go_live_or_raise: Callable[[ReplayDivergenceError], None]
-    _end: Callable[[], None]
-
-    def _reported(self, end: Callable[[], RunReport], *, keep_error: bool) -> RunReport:
-        """Run ``end`` and tell the launcher how it went (when it asked for a report)."""
-        try:
-            report = end()
-        except BaseException as exc:
-            self._write_report(self._fail(exc) if keep_error and isinstance(exc, BlackboxError) else exc)
-            raise
-        self._write_report(self._first_error)
-        return report
-
-    def _finish(self, result: Any, error: Any) -> RunReport:
-        running = self._recording.running if self._recording is not None else 0
-        if running:
-            raise BlackboxUsageError(
-                f"finish() was called while {running} wrapped call(s) were still running; await every model "
-                "call and tool call before finish(). Nothing was written, and later calls on this session "
-                "are refused."
-            )
-        if self._first_error is not None:
-            raise self._first_error
-        if self._fork is not None:
-            self._fork.check_end()
-        if self.mode == "record":
-            return self._write(partial(terminal_payload, result, error, mask=self._mask))
-        if self.mode == "replay":
-            return self._check_replay(result, error)
-        return RunReport(mode="off", path=None, steps=0, status="incomplete")
-
-    def _write(self, terminal_of: Callable[[list[TraceStep]], Terminal | None]) -> RunReport:
-        """Write the cassette, ending with the terminal step ``terminal_of(steps)`` (if any)."""
-        # a replay gone live re-records its own cassette (the plugin hands it a private copy)
-        out = self.options.out if self.options.mode in ("record", "fork") else self.options.cassette
-        assert self._recording is not None and out is not None
-        mode = "fork" if self._fork is not None else "record"  # a fork records from its fork point on
-        self.report = write_cassette(
-            self._recording,
-            out,
-            terminal_of,
-            mode=mode,
-            secrets=self._secrets,
-            mask=self._mask,
-            keep=self._fail,
-        )
-        return self.report
-
-    def _check_replay(self, result: Any, error: Any) -> RunReport:
-        assert self._cursor is not None
-        try:
-            self.report = check_replay(
-                self._cursor, self.options.cassette, result, error, self._mask, self._redacted
-            )
-        except ReplayDivergenceError as exc:
-            try:
-                self._go_live_or_raise(exc)
-            except ReplayDivergenceError:
-                raise self._fail(exc) from None
-            return self._write(partial(terminal_payload, result, error, mask=self._mask))
-        return self.report
-
-    def _end_by_exit(self, exit_code: int) -> None:
-        """End an unfinished run as the process ends (see ``exithooks``).
-
-        A recording is written with the terminal step that says how the process ended. A replay is
-        checked as ``finish()`` would check it, so the launcher can still report a divergence (or a
-        pass) for a program that never called ``finish()``.
-        """
-        with self._lock:
-            if self._finished or self.mode not in ("record", "replay", "fork"):
-                return
-            self._ended_by_exit = True
-            self._end()
-            self._reported(lambda: self._exit(exit_code), keep_error=True)
-
-    def _exit(self, exit_code: int) -> RunReport:
-        if self._first_error is not None:
-            raise self._first_error  # as finish() would: nothing unfaithful is written
-        if self.mode == "fork":
-            assert self._fork is not None
-            self._fork.check_end()  # the fork point was never reached: this raises
-        running = self._recording.running if self._recording is not None else 0
-        if self.mode != "replay":
-            return self._write(partial(exit_terminal, exit_code, running, mask=self._mask))
-        problem = exit_refusal(exit_code, running)
-        if problem is not None:
-            raise problem
-        return self._check_replay(_UNSET, _UNSET)
-
-    def _write_report(self, error: BaseException | None) -> None:
-        """The JSON status report the ``blackbox`` launcher reads (only when it asked for one)."""
-        if self.options.report_path is not None:
-            data = launcher_report(self.report, self.mode, error, self._mask)
-            write_report(self.options.report_path, data)
+def report_to_launcher(
+    path: Path | None,
+    report: RunReport | None,
+    mode: str,
+    error: BaseException | None,
+    mask: Callable[[str], str],
+) -> None:
+    """Write the JSON status report the ``blackbox`` launcher reads (only when it asked for one)."""
+    if path is not None:
+        write_report(path, launcher_report(report, mode, error, mask))

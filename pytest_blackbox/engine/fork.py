@@ -30,9 +30,11 @@ from ..trace.errors import CassetteError
 from ..trace.io import load_trace, parse_json, read_text, same_file
 from ..trace.model import ModelOutput, ToolCallRef, Trace, TraceStep
 from ..trace.recorder import TraceRecorder
-from .options import Continue, Match, SessionOptions, resolve_options
+from ..vocabulary import Match
+from .comparison import TOOL_INPUT_HINT
+from .options import Continue, SessionOptions, resolve_options
+from .recorded import RecordedPair
 from .recording import Recording
-from .replay import TOOL_INPUT_HINT, RecordedPair
 from .tools import Answered, OpenCalls, same_json
 
 __all__ = [

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BlackboxError, BlackboxUsageError
-from .options import _UNSET
+from ..vocabulary import UNSET
 
 __all__ = ["LAUNCHED_VAR", "check_options", "first_session", "launched", "remember", "report_refusal"]
 
@@ -57,7 +57,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     """Under the launcher, one session per process, configured by the CLI only."""
     if not launched():
         return
-    overridden = sorted(k for k in _CLI_OWNED if options.get(k) not in (None, _UNSET))
+    overridden = sorted(k for k in _CLI_OWNED if options.get(k) not in (None, UNSET))
     if overridden:
         raise BlackboxUsageError(
             f"blackbox() options {', '.join(overridden)} override the CLI's settings; under `blackbox record/"

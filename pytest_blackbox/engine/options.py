@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
+from ..vocabulary import MATCHES, UNSET, Match
 from .hosts import check_allowed_hosts
 from .rules import (
     Matcher,
@@ -31,12 +32,10 @@ from .rules import (
 )
 
 Mode = Literal["off", "record", "replay", "fork"]
-Match = Literal["strict", "sequence"]
 Continue = Literal["live", "script"]
 OnDivergence = Literal["fail", "record"]
 
 MODES: tuple[Mode, ...] = ("off", "record", "replay", "fork")
-MATCHES: tuple[Match, ...] = ("strict", "sequence")
 
 #: Every variable the launcher owns; it clears stale ones before starting a child.
 SESSION_ENV_VARS = (
@@ -53,7 +52,6 @@ SESSION_ENV_VARS = (
 )
 
 _STEP_INDEX = re.compile(r"^(0|[1-9]\d*)$")
-_UNSET: Any = object()
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class SessionOptions:
     trace_id: str | None = None
     match: Match = "strict"
     fork_at: int | None = None
-    fork_set: Any = _UNSET
+    fork_set: Any = UNSET
     continue_with: Continue | None = None
     script: Path | None = None
     report_path: Path | None = None
@@ -86,7 +84,7 @@ class SessionOptions:
 
     @property
     def has_fork_set(self) -> bool:
-        return self.fork_set is not _UNSET
+        return self.fork_set is not UNSET
 
     @property
     def match_rules(self) -> MatchRules:
@@ -145,11 +143,11 @@ def _fork_at(value: Any) -> int | None:
 
 
 def _fork_set(explicit: Any, env: Mapping[str, str]) -> Any:
-    if explicit is not _UNSET:
+    if explicit is not UNSET:
         return explicit
     raw = env.get("BLACKBOX_FORK_SET")
     if raw is None:
-        return _UNSET
+        return UNSET
     try:
         return parse_json(raw)
     except Exception:
@@ -189,7 +187,7 @@ def resolve_options(
     trace_id: str | None = None,
     match: str | None = None,
     fork_at: int | str | None = None,
-    fork_set: Any = _UNSET,
+    fork_set: Any = UNSET,
     continue_with: str | None = None,
     script: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,

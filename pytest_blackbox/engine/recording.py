@@ -23,7 +23,7 @@ from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
 from .jsonvalue import to_json_value
-from .replay import RecordedPair
+from .recorded import RecordedPair
 from .tools import OpenCalls, identical_json
 from .wire import WireCall
 

@@ -1,8 +1,8 @@
 """The session: one run of an agent, recorded to a cassette or replayed from one (docs/engine.md).
 
 It owns the run's lifecycle and dispatches each intercepted call by mode: to the recording buffer
-(``recording``), the replay cursor (``replay``) or the fork (``fork``); how a run ends is
-``ending`` (the ``Ending`` half the session inherits). Errors never cross the SDK boundary as
+(``recording``), the replay cursor (``replay``) or the fork (``fork``); what ends a run and how is
+``ending``'s, called with what each rule needs. Errors never cross the SDK boundary as
 exceptions (the SDKs would retry or wrap them): the agent gets an HTTP 400 in the provider's error
 shape with a ``[blackbox]`` message, the first typed error is kept, and ``finish()`` raises it.
 """
@@ -21,20 +21,34 @@ from typing import Any, TypeVar
 from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
-from ..trace.model import Trace, TraceStep
+from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
+from ..vocabulary import UNSET
 from . import exithooks, launched
 from .bodies import BodyParser
+from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call, running_tool
-from .ending import Ending, RunReport, check_finish_arguments
+from .ending import (
+    RunReport,
+    cassette_out,
+    check_finish_arguments,
+    check_replay,
+    exit_terminal,
+    refuse_exit,
+    refuse_finish,
+    report_to_launcher,
+    terminal_payload,
+    write_cassette,
+)
 from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
-from .options import _UNSET, SessionOptions, resolve_options
+from .options import SessionOptions, resolve_options
+from .recorded import RecordedPair
 from .recording import Recording, ToolInvocation
-from .replay import RecordedPair, ReplayCursor, load_cassette
+from .replay import ReplayCursor
 from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
 from .wire import (
@@ -65,7 +79,7 @@ def _clean(error: BaseException) -> BaseException:
     return error.with_traceback(None)
 
 
-class Session(Ending):
+class Session:
     """One agent run: ``off`` passes everything through, ``record`` writes a cassette, ``replay`` reads it."""
 
     def __init__(
@@ -76,7 +90,7 @@ class Session(Ending):
         exit_net: bool = True,
         trace: Trace | None = None,
     ) -> None:
-        """``trace``: a replay's cassette, already read and checked (``replay.load_verified``); without
+        """``trace``: a replay's cassette, already read and checked (``cassettes.load_verified``); without
         it, a replay reads and checks ``options.cassette`` itself."""
         self.options = options
         self.mode = options.mode
@@ -379,7 +393,7 @@ class Session(Ending):
 
     # -- ending ----------------------------------------------------------------------------------
 
-    def finish(self, result: Any = _UNSET, error: Any = _UNSET) -> RunReport:
+    def finish(self, result: Any = UNSET, error: Any = UNSET) -> RunReport:
         """End the run: write the cassette (record) or check it was fully and faithfully replayed."""
         __tracebackhide__ = True
         try:
@@ -394,6 +408,79 @@ class Session(Ending):
                 return self._reported(lambda: self._finish(result, error), keep_error=False)
         except BlackboxError as exc:
             raise _clean(exc) from None
+
+    def _finish(self, result: Any, error: Any) -> RunReport:
+        refuse_finish(self._running(), self._first_error, self._fork)
+        if self.mode == "off":
+            return RunReport(mode="off", path=None, steps=0, status="incomplete")
+        return self._close(partial(terminal_payload, result, error, mask=self._mask), result, error)
+
+    def _end_by_exit(self, exit_code: int) -> None:
+        """End an unfinished run as the process ends (see ``exithooks``).
+
+        A recording is written with the terminal step that says how the process ended. A replay is
+        checked as ``finish()`` would check it, so the launcher can still report a divergence (or a
+        pass) for a program that never called ``finish()``.
+        """
+        with self._lock:
+            if self._finished or self.mode not in ("record", "replay", "fork"):
+                return
+            self._ended_by_exit = True
+            self._end()
+            self._reported(lambda: self._exit(exit_code), keep_error=True)
+
+    def _exit(self, exit_code: int) -> RunReport:
+        running = self._running()
+        refuse_exit(self.mode, exit_code, running, self._first_error, self._fork)
+        return self._close(partial(exit_terminal, exit_code, running, mask=self._mask))
+
+    def _running(self) -> int:
+        return self._recording.running if self._recording is not None else 0
+
+    def _close(
+        self,
+        terminal_of: Callable[[list[TraceStep]], Terminal | None],
+        result: Any = UNSET,
+        error: Any = UNSET,
+    ) -> RunReport:
+        """Check the replay (one gone live at its end is written), or write the recording ending with
+        the terminal step ``terminal_of(steps)``."""
+        if self.mode == "replay":
+            assert self._cursor is not None
+            try:
+                self.report = check_replay(
+                    self._cursor, self.options.cassette, result, error, self._mask, self._redacted
+                )
+                return self.report
+            except ReplayDivergenceError as exc:
+                try:
+                    self._go_live_or_raise(exc)
+                except ReplayDivergenceError:
+                    raise self._fail(exc) from None
+        assert self._recording is not None
+        self.report = write_cassette(
+            self._recording,
+            cassette_out(self.options),
+            terminal_of,
+            mode="fork" if self._fork is not None else "record",  # a fork records from its fork point on
+            secrets=self._secrets,
+            mask=self._mask,
+            keep=self._fail,
+        )
+        return self.report
+
+    def _reported(self, end: Callable[[], RunReport], *, keep_error: bool) -> RunReport:
+        """Run ``end`` and tell the launcher how it went (when it asked for a report)."""
+        try:
+            report = end()
+        except BaseException as exc:
+            self._write_report(self._fail(exc) if keep_error and isinstance(exc, BlackboxError) else exc)
+            raise
+        self._write_report(self._first_error)
+        return report
+
+    def _write_report(self, error: BaseException | None) -> None:
+        report_to_launcher(self.options.report_path, self.report, self.mode, error, self._mask)
 
 
 #: Sessions whose interception is on; finished ones stay here until stopped.

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ..engine.jsonvalue import to_json_value
+from ..engine import to_json_value
 from ..errors import BlackboxError, TranscriptImportError
 from ..trace.io import parse_json
 from ..trace.model import Trace

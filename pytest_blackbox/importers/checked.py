@@ -13,9 +13,7 @@ def verified(trace: Trace) -> Trace:
     """Return ``trace`` if it passes ``verify``; otherwise refuse the import (never quoting content)."""
     failure = verify_trace(trace).first_failure
     if failure is not None:
-        where = f" at step {failure.step_index}" if failure.step_index is not None else ""
         raise TranscriptImportError(
-            f"the imported cassette does not pass verify ({failure.name} failed{where}: {failure.detail}); "
-            "nothing was written"
+            f"the imported cassette does not pass verify ({failure.summary()}); nothing was written"
         )
     return trace

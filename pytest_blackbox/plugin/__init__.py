@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..vocabulary import MATCHES, RECORD_MODES
+
 if TYPE_CHECKING:
     from .summary import Summary
     from .testrun import CassetteSession, TestRun
@@ -48,7 +50,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "--blackbox-match",
         action="store",
         default=None,
-        choices=("strict", "sequence"),
+        choices=MATCHES,
         help="compare each request with the recording (strict, default) or only the order of calls",
     )
     group.addoption(
@@ -119,7 +121,6 @@ def _add_record_mode(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     It is added once every plugin named with ``-p``, by ``PYTEST_PLUGINS`` or by an entry point is
     loaded, so the two plugins load in either order (registering it twice would stop pytest).
     """
-    from .config import RECORD_MODES
 
     group = _group(parser)
     if _recording_registered(pluginmanager) or any("--record-mode" in opt.names() for opt in group.options):
@@ -142,7 +143,7 @@ def _set_offline_keys(config: pytest.Config, live: bool) -> None:
     """
     if live or _PLACEHOLDERS_KEY in config.stash:
         return
-    from ..engine.keys import set_placeholder_keys
+    from ..engine import set_placeholder_keys
 
     config.stash[_PLACEHOLDERS_KEY] = set_placeholder_keys(os.environ)
 
@@ -176,7 +177,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Take the offline placeholder back out of the environment."""
-    from ..engine.keys import OFFLINE_PLACEHOLDER_KEY
+    from ..engine import OFFLINE_PLACEHOLDER_KEY
 
     for name in config.stash.get(_PLACEHOLDERS_KEY, []):
         if os.environ.get(name) == OFFLINE_PLACEHOLDER_KEY:
@@ -266,7 +267,7 @@ def blackbox(request: pytest.FixtureRequest) -> Iterator[CassetteSession]:
     """This test's session: wrap tools with ``blackbox.tools({...})``; it records or replays the test."""
     run = _start_run(request)
     if run.session is None:  # refused: the test fails before its body runs; hand it an inert session
-        from ..engine.options import SessionOptions
+        from ..engine import SessionOptions
         from .testrun import CassetteSession
 
         yield CassetteSession(

@@ -11,13 +11,13 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pytest
 
-from ..engine.hosts import check_allowed_hosts
-from ..engine.rules import RULE_VALIDATORS
+from ..engine import RULE_VALIDATORS, check_allowed_hosts
 from ..errors import BlackboxUsageError
+from ..vocabulary import MATCHES, RECORD_MODES, Match, RecordMode
 from .paths import (
     case_collisions,
     cassette_name,
@@ -27,10 +27,6 @@ from .paths import (
     test_stem,
 )
 
-RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
-Match = Literal["strict", "sequence"]
-RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "rewrite")
-MATCHES: tuple[Match, ...] = ("strict", "sequence")
 #: Every key of ``@pytest.mark.blackbox(...)``; the ``blackbox_config`` fixture takes all but ``cassette``.
 KEYS = (
     "cassette",
@@ -99,15 +95,16 @@ def _record_mode(value: Any) -> RecordMode:
     return cast(RecordMode, value)
 
 
+def _match_mode(value: Any, alternative: str = "") -> Match:
+    if value not in MATCHES:
+        raise _Bad(f"match={value!r} must be one of {_one_of(MATCHES)}{alternative}")
+    return cast(Match, value)
+
+
 def _match(value: Any) -> Match | Callable[..., Any]:
     if callable(value):
         return cast("Callable[..., Any]", value)
-    if value not in MATCHES:
-        raise _Bad(
-            f"match={value!r} must be one of {_one_of(MATCHES)}, "
-            "or a function (recorded_model_input, live_model_input) -> None | str"
-        )
-    return cast(Match, value)
+    return _match_mode(value, ", or a function (recorded_model_input, live_model_input) -> None | str")
 
 
 def _path(name: str) -> Callable[[Any], str | os.PathLike[str]]:
@@ -224,8 +221,8 @@ def check_ini(config: pytest.Config) -> None:
         if mode is not None:
             _record_mode(mode)
         match = _ini(config, "blackbox_match")
-        if match is not None and match not in MATCHES:
-            raise _Bad(f"match={match!r} must be one of {_one_of(MATCHES)}")
+        if match is not None:
+            _match_mode(match)
         _allowed_hosts(_ini_hosts(config))
     except _Bad as exc:
         raise pytest.UsageError(f"bad ini value: blackbox_{exc}") from None

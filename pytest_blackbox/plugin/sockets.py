@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.hosts import host_allowed, is_local, looks_like_ip
+from ..engine import host_allowed, is_local, looks_like_ip
 from ..errors import OfflineRequestError
 
 _lock = threading.Lock()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..vocabulary import FAILING
 from .paths import shared_cassette_advice
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ COUNTED_IF_ANY = (
     ("unwritable", "unwritable"),
     ("refused", "refused"),
 )
-#: Outcomes that fail the run even when pytest counted the test as passing (an xfail, say).
-FAILING = ("diverged", "unsupported", "invalid")
 NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
 #: How much of a ``.json`` file is read to tell a cassette from another tool's file. Blackbox writes
 #: ``version``, ``id``, ``createdAt`` and ``steps`` first, so a cassette shows them at its start.

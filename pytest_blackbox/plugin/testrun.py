@@ -15,18 +15,22 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
-from ..analysis.verify import ACTIONS, VerifyReport, render_row
-from ..engine.fork import SessionFork, fork_options_for
-from ..engine.keys import environment_keys, set_placeholder_keys
-from ..engine.launched import write_report
-from ..engine.options import SessionOptions
-from ..engine.replay import load_verified
-from ..engine.session import Session
+from ..engine import (
+    Session,
+    SessionFork,
+    SessionOptions,
+    environment_keys,
+    fork_options_for,
+    load_verified,
+    set_placeholder_keys,
+    write_report,
+)
 from ..errors import (
     BlackboxError,
     BlackboxUnsupportedError,
@@ -36,32 +40,14 @@ from ..errors import (
 )
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
+from ..vocabulary import Outcome
+from . import messages
 from .config import Settings, rerecord_command
-from .paths import pending_owner, pending_path, shared_cassette_advice, trace_id_for
+from .decision import Decision, decide
+from .paths import pending_owner, pending_path, trace_id_for
 from .report import short_report, shown_path
 from .rerecord import first_change
 from .sockets import SocketGuard
-
-#: How a test's cassette run ended; the summary counts some of these (``summary.COUNTED`` and
-#: ``summary.COUNTED_IF_ANY``).
-Outcome = Literal[
-    "replayed",
-    "recorded",
-    "unchanged",
-    "live",
-    "diverged",
-    "unsupported",
-    "not_written",
-    "invalid",
-    "unwritable",
-    "missing",
-    "refused",
-    "failed",
-    "skipped",
-]
-
-#: Outcomes that mean the cassette or the agent is wrong, whatever the test's own verdict was.
-FAILURE_OUTCOMES: tuple[Outcome, ...] = ("diverged", "unsupported", "invalid")
 
 _FALSE_VALUES = ("", "0", "false", "no")
 #: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is
@@ -74,11 +60,6 @@ _CLEANED_KEY = pytest.StashKey[set[Path]]()
 def in_ci() -> bool:
     """The ``CI`` variable, set by every CI service, means no test may reach a real model."""
     return os.environ.get("CI", "").strip().lower() not in _FALSE_VALUES
-
-
-def _match_hint(message: str) -> str:
-    """The session speaks of the CLI's ``--match``; under pytest the option has another name."""
-    return message.replace("rerun with --match sequence", "rerun with --blackbox-match=sequence")
 
 
 class CassetteSession(Session):
@@ -179,28 +160,29 @@ class TestRun:
             return
         remove_stale_pending(self.cassette.parent, self.item.config.stash.setdefault(_CLEANED_KEY, set()))
         if shared_with is not None:
-            self._refuse("invalid", self._shared_text(shared_with))
+            self._refuse("invalid", messages.shared(self.item.nodeid, shared_with, self.shown_path()))
             return
         if self.cassette.exists() and not self.cassette.is_file():
-            self._refuse("invalid", self._not_a_file_text())
+            self._refuse("invalid", messages.not_a_file(self.shown_path()))
             return
-        mode = self._session_mode()
-        if mode is None or (self._writes(mode) and not self._writable()):
+        decision = self._decide()
+        if decision is None or (decision.writes and not self._writable()):
             return
-        trace = self._verified() if mode == "replay" else None
-        if mode == "replay" and trace is None:
+        trace = self._verified() if decision.action == "replay" else None
+        if decision.action == "replay" and trace is None:
             return
-        if mode == "replay":
+        if decision.action == "replay":
             self._set_placeholder_keys()
         try:
-            session = self.session = self._new_session(self._options(mode), trace)
+            session = self.session = self._new_session(self._options(decision), trace)
             session.start()
         except (BlackboxError, OSError) as exc:
             self._drop_pending()
             self._refuse("invalid", self.failure_text(exc))
             return
         if session.mode == "replay" and session.options.on_divergence == "fail":
-            self.guard = SocketGuard(self.settings.allowed_hosts, self._connection_refused).start()
+            refusal = partial(messages.connection_refused, self.item.nodeid, self.settings.allowed_hosts)
+            self.guard = SocketGuard(self.settings.allowed_hosts, lambda where, port: refusal(where)).start()
 
     def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:
         return CassetteSession(
@@ -233,97 +215,45 @@ class TestRun:
         kind = type(error).__name__ if isinstance(error, BaseException) else "TestFailed"
         write_report(Path(path), {"ok": False, "mode": "fork", "error": str(error), "errorType": kind})
 
-    def _writes(self, mode: Literal["record", "replay"]) -> bool:
-        return mode == "record" or self.settings.record_mode == "new_episodes"
-
-    def _options(self, mode: Literal["record", "replay"]) -> SessionOptions:
+    def _options(self, decision: Decision) -> SessionOptions:
         """Recordings go to the pending file; ``new_episodes`` replays, and may rewrite, a copy of it."""
-        new_episodes = mode == "replay" and self.settings.record_mode == "new_episodes"
-        if mode == "record" or new_episodes:
+        if decision.writes:
             self.pending = pending_path(self.cassette)
-        if new_episodes and self.pending is not None:
+        if decision.new_episodes and self.pending is not None:
             shutil.copyfile(self.cassette, self.pending)
-        return SessionOptions(
-            mode=mode,
-            cassette=(self.pending if new_episodes else self.cassette) if mode == "replay" else None,
-            out=self.pending if mode == "record" else None,
-            trace_id=trace_id_for(self.cassette),
-            match=self.settings.match,
-            on_divergence="record" if new_episodes else "fail",
-            allowed_hosts=self.settings.allowed_hosts,
-            **self.settings.engine_rules,
+        return _session_options(decision, self.settings, self.pending)
+
+    def _decide(self) -> Decision | None:
+        """Record or replay (``decision.decide``); ``None`` when the test must fail instead (the
+        reason is kept)."""
+        settings = self.settings
+        decision = decide(
+            settings.record_mode,
+            exists=self.cassette.is_file(),
+            ci=in_ci(),
+            allow_record=settings.allow_record,
         )
-
-    def _session_mode(self) -> Literal["record", "replay"] | None:
-        """Record or replay; ``None`` when the test must fail instead (the reason is kept).
-
-        Re-recording over a cassette (``all``, ``rewrite``) leaves it in place until the new recording
-        replaces it, so a failing test keeps it.
-        """
-        exists = self.cassette.is_file()
-        mode = self.settings.record_mode
-        records = mode in ("all", "rewrite") or (not exists and mode != "none")
-        if not exists and mode == "none":
-            self._refuse("missing", self._missing_text())
+        if decision.action == "missing":
+            legacy = settings.legacy_cassette
+            shown_legacy = self.shown_path(legacy) if legacy is not None and legacy.is_file() else None
+            command = rerecord_command(self.item, "once")
+            self._refuse("missing", messages.missing(self.shown_path(), command, shown_legacy))
             return None
-        if (records or mode == "new_episodes") and in_ci() and not self.settings.allow_record:
-            self._refuse("refused", self._ci_refusal(mode, exists))
+        if decision.action == "refused":
+            command = rerecord_command(self.item, decision.record_with or settings.record_mode)
+            self._refuse("refused", messages.ci_refusal(self.shown_path(), settings.record_mode, command))
             return None
-        return "record" if records else "replay"
-
-    def _missing_text(self) -> str:
-        lines = [
-            f'blackbox: no cassette at {self.shown_path()}, and record mode "none" only replays',
-            f"record it with: {rerecord_command(self.item, 'once')}",
-        ]
-        legacy = self.settings.legacy_cassette
-        if legacy is not None and legacy.is_file():
-            lines.append(
-                f"an earlier version of pytest-blackbox recorded this test to {self.shown_path(legacy)}; "
-                f'move it: git mv "{self.shown_path(legacy)}" "{self.shown_path()}"'
-            )
-        return "\n".join(lines)
-
-    def _ci_refusal(self, mode: str, exists: bool) -> str:
-        record_with = "once" if mode == "once" or not exists else mode
-        return (
-            f"blackbox: refusing to record {self.shown_path()} in CI (the CI environment variable is set): "
-            f'record mode "{mode}" would call the real model\n'
-            f"record it locally and commit it: {rerecord_command(self.item, record_with)}\n"
-            "or allow recording in CI with --blackbox-allow-record"
-        )
-
-    def _not_a_file_text(self) -> str:
-        return (
-            f"blackbox: {self.shown_path()} is a directory, not a cassette file\n"
-            "remove or rename it, or give the test another cassette (cassette= on its marker)"
-        )
-
-    def _shared_text(self, other: str) -> str:
-        return (
-            f"blackbox: {self.item.nodeid} would use the cassette of {other}: {self.shown_path()}\n"
-            + shared_cassette_advice("this test")
-        )
+        return decision
 
     def _writable(self) -> bool:
         """Whether the cassette's folder takes new files; checked before any model call is paid for."""
         folder = self.cassette.parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            handle, probe = tempfile.mkstemp(prefix=".blackbox-probe-", dir=folder)
-            os.close(handle)
-            os.unlink(probe)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
+        reason = _unwritable(folder)
+        if reason is not None:
             self._refuse(
-                "unwritable",
-                f"blackbox: cannot write {self.shown_path()}: {self.shown_path(folder)} does not take new "
-                f"files ({reason}); nothing was recorded\n"
-                "make the folder writable, or put the cassettes elsewhere (the cassette_dir setting, "
-                "the blackbox_cassette_dir ini key)",
+                "unwritable", messages.unwritable(self.shown_path(), self.shown_path(folder), reason)
             )
-            return False
-        return True
+        return reason is None
 
     def _verified(self) -> Trace | None:
         """The cassette's trace, read and checked once, if it passes ``blackbox verify``; otherwise
@@ -331,36 +261,11 @@ class TestRun:
         keys = list(environment_keys(os.environ).values())
         report, trace = load_verified(self.cassette, api_keys=keys)
         if trace is None:
-            self._refuse("invalid", self._verify_text(report))
+            command = rerecord_command(self.item, "all")
+            self._refuse(
+                "invalid", messages.verify_failed(report, str(self.cassette), self.shown_path(), command)
+            )
         return trace
-
-    def _verify_text(self, report: VerifyReport) -> str:
-        failure = report.first_failure
-        assert failure is not None
-        where = f" at step {failure.step_index}" if failure.step_index is not None else ""
-        absolute, shown = str(self.cassette), self.shown_path()
-        rows = [
-            render_row(result.name, result.status, result.detail.replace(absolute, shown))
-            for result in report.invariants
-        ]
-        return "\n".join(
-            [
-                f"blackbox: the cassette failed verification: {failure.name}{where}",
-                *rows,
-                ACTIONS[failure.name],
-                f"cassette: {shown}",
-                f"re-record: {rerecord_command(self.item, 'all')}",
-            ]
-        )
-
-    def _connection_refused(self, where: str, port: int) -> str:
-        hosts = ",".join([*self.settings.allowed_hosts, where.split(":", 1)[0]])
-        return (
-            f"blackbox: {self.item.nodeid} tried to connect to {where} during a replay; "
-            "a replay reaches loopback only\n"
-            "wrap the code that makes the request as a tool (blackbox.tool), or allow the host: "
-            f"@pytest.mark.blackbox(allowed_hosts=[...]) or --blackbox-allowed-hosts={hosts}"
-        )
 
     def _refuse(self, outcome: Outcome, message: str) -> None:
         self.outcome = outcome
@@ -415,7 +320,7 @@ class TestRun:
         if session.mode == "off":
             self.outcome = "live"
             return
-        error = self._refused_connection() or self._finish(session) or self._commit(session)
+        error = self._refused_connection() or _finish_once(session) or self._commit(session)
         if error is None:
             if self.outcome is None:
                 self.outcome = "recorded" if session.mode == "record" else "replayed"
@@ -429,21 +334,6 @@ class TestRun:
 
     def _refused_connection(self) -> OfflineRequestError | None:
         return self.guard.refusal if self.guard is not None else None
-
-    @staticmethod
-    def _finish(session: Session) -> BlackboxError | None:
-        """Finish once: the test may have called ``finish()`` itself, or met an error it swallowed."""
-        if session.error is not None:
-            session.discard()
-            return session.error
-        if session.report is not None:
-            return None
-        try:
-            session.finish()
-        except BlackboxError as exc:
-            session.discard()
-            return exc
-        return None
 
     def _commit(self, session: Session) -> BlackboxError | None:
         """Move a finished recording into place, unless it shows the same run as the cassette there."""
@@ -480,20 +370,12 @@ class TestRun:
 
     def failure_text(self, error: BaseException) -> str:
         """The blackbox block: the error, the cassette and, where it helps, the re-record command."""
-        if isinstance(error, OfflineRequestError) and str(error).startswith("blackbox: "):
-            return str(error)  # the socket guard's refusal says everything itself
-        if isinstance(error, OSError):
-            error = CassetteError(
-                f"could not read {self.shown_path()}: {error.strerror or type(error).__name__}"
-            )
-        lines = [f"blackbox: {_match_hint(str(error))}"]
-        if self._recording():
-            lines.append(f"cassette: {self.shown_path()} (not written: the test failed)")
-            return "\n".join(lines)
-        lines.append(f"cassette: {self.shown_path()}")
-        if isinstance(error, (ReplayDivergenceError, CassetteError)):
-            lines.append(f"re-record: {rerecord_command(self.item, 'all')}")
-        return "\n".join(lines)
+        return messages.failure_block(
+            error,
+            self.shown_path(),
+            recording=self._recording(),
+            rerecord_command=rerecord_command(self.item, "all"),
+        )
 
     def failure_report(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
         """A short report for a test that failed after the session or the socket guard met an error.
@@ -514,7 +396,51 @@ class TestRun:
         """The note under a failed test whose recording was dropped."""
         if self.outcome != "not_written" or self.reported:
             return None
-        return f"blackbox: {self.shown_path()} was not written: the test failed"
+        return messages.not_written(self.shown_path())
+
+
+def _session_options(decision: Decision, settings: Settings, pending: Path | None) -> SessionOptions:
+    """The session a decision starts: a recording writes ``pending``; a ``new_episodes`` replay
+    replays it (a copy of the cassette)."""
+    cassette = settings.cassette
+    mode: Literal["record", "replay"] = "record" if decision.action == "record" else "replay"
+    return SessionOptions(
+        mode=mode,
+        cassette=(pending if decision.new_episodes else cassette) if mode == "replay" else None,
+        out=pending if mode == "record" else None,
+        trace_id=trace_id_for(cassette),
+        match=settings.match,
+        on_divergence="record" if decision.new_episodes else "fail",
+        allowed_hosts=settings.allowed_hosts,
+        **settings.engine_rules,
+    )
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` takes no new files (``None``: it does), probed with a file created and removed."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".blackbox-probe-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def _finish_once(session: Session) -> BlackboxError | None:
+    """Finish once: the test may have called ``finish()`` itself, or met an error it swallowed."""
+    if session.error is not None:
+        session.discard()
+        return session.error
+    if session.report is not None:
+        return None
+    try:
+        session.finish()
+    except BlackboxError as exc:
+        session.discard()
+        return exc
+    return None
 
 
 def _error_outcome(error: BaseException, recording: bool) -> Outcome:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .. import providers
-from ..engine.wire import WireCall, refusal
+from ..engine import WireCall, refusal
 from ..interception import Interceptor, ModelRequest, Reply
 
 

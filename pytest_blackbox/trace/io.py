@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import secrets
@@ -17,7 +16,7 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 from .canonical import js_number, pretty_json_shared
 from .chain import validate_chain
@@ -32,6 +31,7 @@ from .errors import (
 )
 from .model import CURRENT_TRACE_VERSION, Trace
 from .schema import validate_schema
+from .strictjson import Refused, number_float, number_int, refuse_constant, unique_object
 
 __all__ = [
     "dumps_trace",
@@ -44,9 +44,6 @@ __all__ = [
     "save_trace",
 ]
 
-#: 2**53: beyond it a double skips integers, so JavaScript would silently round them.
-_SAFE = 9007199254740992
-
 _TRACE_KEYS = ("version", "id", "createdAt", "steps", "parentId", "forkedFromStepId")
 _STEP_KEYS = ("id", "index", "type", "timestamp", "payload", "prevHash", "hash")
 
@@ -58,14 +55,6 @@ _where = where
 # Strict JSON
 
 
-class _Refused(Exception):
-    """Raised from inside ``json.loads`` hooks; turned into a located ``CassetteReadError``."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__(kind)
-        self.kind = kind
-
-
 _PROBLEMS = {
     "duplicate": "duplicate object key{at} (each key may appear only once in an object)",
     "constant": "NaN or Infinity{at}: JSON has no such numbers",
@@ -74,57 +63,11 @@ _PROBLEMS = {
 }
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise _Refused("duplicate")
-    return obj
-
-
-def _refuse_constant(token: str) -> NoReturn:
-    raise _Refused("constant")
-
-
-def _number_float(token: str) -> int | float:
-    value = float(token)
-    if math.isinf(value):
-        raise _Refused("overflow")
-    if value.is_integer() and -_SAFE <= value <= _SAFE:
-        return int(value)  # 1.0, 1E2 and -0.0 are the integers JavaScript reads
-    return value
-
-
-def _number_int(token: str) -> int | float:
-    """Integers JavaScript reads exactly; above 2**53, only those a double holds or JavaScript wrote.
-
-    ``JSON.stringify`` writes a large double by its shortest digits (2**64 as
-    ``18446744073709552000``), so that spelling is read back as the same double. Any other
-    integer a double cannot hold would be rounded silently by one reader and not the other.
-    """
-    digits = len(token) - token.startswith("-")
-    if digits < 16:
-        return int(token)
-    if digits > 309:  # beyond the largest double, and beyond int()'s default digit limit
-        raise _Refused("unsafe")
-    value = int(token)
-    if -_SAFE <= value <= _SAFE:
-        return value
-    try:
-        double = float(value)
-    except OverflowError:
-        raise _Refused("unsafe") from None
-    if double == value:
-        return value
-    if js_number(double) == token:
-        return double
-    raise _Refused("unsafe")
-
-
 _DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_object,
-    parse_constant=_refuse_constant,
-    parse_float=_number_float,
-    parse_int=_number_int,
+    object_pairs_hook=unique_object,
+    parse_constant=refuse_constant,
+    parse_float=number_float,
+    parse_int=number_int,
 )
 
 # Tokens of a JSON text that has already parsed up to the problem: strings, punctuation, literals.
@@ -138,8 +81,8 @@ def _literal_problem(token: str) -> str | None:
     if token in ("NaN", "Infinity", "-Infinity"):
         return "constant"
     try:
-        _number_int(token) if re.fullmatch(r"-?\d+", token) else _number_float(token)
-    except _Refused as refused:
+        number_int(token) if re.fullmatch(r"-?\d+", token) else number_float(token)
+    except Refused as refused:
         return refused.kind
     except ValueError:
         return None
@@ -178,7 +121,7 @@ def _line_column(text: str, offset: int) -> tuple[int, int]:
     return line, offset - text.rfind("\n", 0, offset)
 
 
-def _refused_error(text: str, refused: _Refused, path: str | None) -> CassetteReadError:
+def _refused_error(text: str, refused: Refused, path: str | None) -> CassetteReadError:
     located = _locate(text)
     if located is None:
         problem = _PROBLEMS[refused.kind].format(at="")
@@ -200,7 +143,7 @@ def parse_json(text: str, *, path: str | None = None) -> Any:
         raise CassetteReadError(
             f"{_where(path)} is not valid JSON: {reason} at line {exc.lineno}, column {exc.colno}", path=path
         ) from None
-    except _Refused as refused:
+    except Refused as refused:
         raise _refused_error(text, refused, path) from None
     except RecursionError:
         raise _too_deep(path) from None

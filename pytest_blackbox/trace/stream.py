@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple
 
-from .io import _number_float, _number_int, _refuse_constant, _Refused, _unique_object
+from .strictjson import SAFE_INTEGER, Refused, number_float, number_int, refuse_constant, unique_object
 
 __all__ = ["Member", "NotStreamable", "Step", "stream_cassette"]
 
@@ -28,7 +28,6 @@ CHUNK = 1 << 20
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _SPACES = " \t\n\r"
-_SAFE = 9007199254740992
 
 
 def _after_space(text: str, position: int) -> int:
@@ -66,8 +65,8 @@ class _Numbers:
         self.inexact = False
 
     def read_float(self, token: str) -> int | float:
-        value = _number_float(token)
-        if type(value) is float and not 1e-4 <= abs(value) < _SAFE:
+        value = number_float(token)
+        if type(value) is float and not 1e-4 <= abs(value) < SAFE_INTEGER:
             self.inexact = True
         return value
 
@@ -75,7 +74,7 @@ class _Numbers:
         if len(token) < 16:
             return int(token)
         self.inexact = True
-        return _number_int(token)
+        return number_int(token)
 
 
 class _Reader:
@@ -89,8 +88,8 @@ class _Reader:
         self.eof = False
         self.numbers = _Numbers()
         self.scan = json.JSONDecoder(
-            object_pairs_hook=_unique_object,
-            parse_constant=_refuse_constant,
+            object_pairs_hook=unique_object,
+            parse_constant=refuse_constant,
             parse_float=self.numbers.read_float,
             parse_int=self.numbers.read_int,
         ).raw_decode
@@ -145,7 +144,7 @@ class _Reader:
             self.numbers.inexact = False
             try:
                 value, end = self.scan(self.text, start)
-            except (ValueError, _Refused, RecursionError):
+            except (ValueError, Refused, RecursionError):
                 end = -1
             if end >= 0:
                 after = _after_space(self.text, end)

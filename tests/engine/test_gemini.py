@@ -17,14 +17,12 @@ from google.genai import _api_client, errors, types
 
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main as cli_main
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.gemini import FLAVOR_IDS, FLAVORS, MODEL, GeminiAgent, script
 from tests.agents.travel import FINAL, SYSTEM, ToolBox, tool_specs
-from tests.conftest import NetworkGuard
 
 from .test_record_replay import STEP_TYPES
 
@@ -39,17 +37,6 @@ def gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, network_guard: NetworkGuard) -> Callable[[], list[str]]:
-    """For a replay: no real key (only the placeholder the plugin would set) and no connections."""
-
-    def go_offline() -> list[str]:
-        monkeypatch.setenv("GEMINI_API_KEY", OFFLINE_PLACEHOLDER_KEY)
-        return network_guard.block()
-
-    return go_offline
 
 
 @pytest.fixture(params=FLAVORS, ids=FLAVOR_IDS)

@@ -9,26 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.engine.cassettes import load_verified
 from pytest_blackbox.engine.options import SessionOptions
-from pytest_blackbox.engine.replay import load_verified
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.travel import FINAL, WEATHER, Run, ToolBox, run_agent, script
-from tests.conftest import NetworkGuard
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, network_guard: NetworkGuard) -> Callable[[], list[str]]:
-    """For a replay: only the placeholder key (what the plugin sets when none is) and no connections."""
-
-    def go_offline() -> list[str]:
-        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
-            monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
-        return network_guard.block()
-
-    return go_offline
 
 
 def test_a_good_cassette_gives_the_verify_report_and_the_trace_load_trace_reads(

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 
 from pytest_blackbox import ReplayDivergenceError, blackbox
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing import FakeProvider
 from tests.agents import gemini
 from tests.agents.travel import FINAL, SYSTEM, Run, ToolBox, run_agent, script, tool_specs
-from tests.conftest import NetworkGuard
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -29,18 +27,6 @@ TMP_PATH = r"(?:/[^/\s\"]+)*?/pytest-of-[^/\s\"]+/pytest-\d+(?:/popen-gw\d+)?/[^
 
 def dated(day: str) -> str:
     return f"{SYSTEM} Today is {day}."
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch, network_guard: NetworkGuard) -> Callable[[], list[str]]:
-    """For a replay: only the placeholder key (what the plugin sets when none is) and no connections."""
-
-    def go_offline() -> list[str]:
-        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
-            monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
-        return network_guard.block()
-
-    return go_offline
 
 
 def run(

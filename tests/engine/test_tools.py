@@ -15,10 +15,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from pytest_blackbox.engine.replay import RecordedToolError
 from pytest_blackbox.engine.session import Session, blackbox
 from pytest_blackbox.engine.tools import tool_input_of
-from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.errors import BlackboxUnsupportedError, RecordedToolError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.travel import MODELS

@@ -1,0 +1,137 @@
+"""A recorded run as a replay walks it: its model calls (turns), their tool rounds (pairs), and which
+call each one continues in its conversation. Built once per replayed cassette; the replay cursor
+(``replay``) marks what the agent has used of it.
+
+See docs/engine.md#replay-what-is-compared.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RecordedToolError
+from ..trace.model import Trace, TraceStep
+from .concurrency import AnswerIndex
+
+__all__ = ["RecordedPair", "RecordedRun", "RecordedTurn"]
+
+
+@dataclass
+class RecordedPair:
+    """A recorded ``tool_call`` step, its ``tool_result`` step, and whether the agent claimed it."""
+
+    call: TraceStep
+    result: TraceStep | None
+    claimed: bool = False
+
+    @property
+    def name(self) -> str:
+        return str(self.call["payload"].get("toolName", ""))
+
+    @property
+    def call_id(self) -> str:
+        return str(self.call["payload"].get("toolCallId", ""))
+
+    @property
+    def tool_input(self) -> Any:
+        return self.call["payload"].get("toolInput")
+
+    def answer(self) -> Any:
+        """A private copy of the recorded result, or the recorded error raised."""
+        payload = self.result["payload"] if self.result is not None else {}
+        if "error" in payload:
+            raise RecordedToolError(str(payload["error"]))
+        return copy.deepcopy(payload.get("result"))
+
+
+@dataclass(eq=False)
+class RecordedTurn:
+    """One recorded model call: its ``model_input``, its ``model_output`` and its tool round."""
+
+    number: int
+    input: TraceStep
+    output: TraceStep | None
+    pairs: list[RecordedPair]
+    #: The index after the round's last step.
+    end: int
+    #: The call this one continues in its conversation (``None``: it starts one).
+    parent: RecordedTurn | None = None
+    children: list[RecordedTurn] = field(default_factory=list)
+    consumed: bool = False
+    settled: bool = False
+
+    @property
+    def request(self) -> Any:
+        """The recorded request (the ``model_input`` payload)."""
+        return self.input["payload"]
+
+
+class RecordedRun:
+    """The steps of a cassette read as a replay uses them, in one pass.
+
+    ``pre`` are the tool calls before the first model call; each turn holds its model call and the
+    tool round that follows it; ``stray`` are the indexes of steps that belong to no turn (a replay
+    that ends without using them diverges there). The links between turns (:meth:`link`) are only
+    computed when a replay needs them (a run with concurrent conversations).
+    """
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.steps = trace["steps"]
+        last = self.steps[-1] if self.steps else None
+        #: The terminal ``metadata`` step (the recorded outcome), if the run has one.
+        self.terminal = last if last is not None and last["type"] == "metadata" else None
+        self.end = len(self.steps) - (1 if self.terminal is not None else 0)
+        self.turns: list[RecordedTurn] = []
+        self.stray: list[int] = []
+        #: Each turn by the index of its ``model_input`` step.
+        self.by_input: dict[int, RecordedTurn] = {}
+        self.pre, self.pre_end = self._round_at(0)
+        self._index: AnswerIndex[RecordedTurn] | None = None
+        self._read_turns()
+
+    def _round_at(self, index: int) -> tuple[list[RecordedPair], int]:
+        """The tool steps from ``index`` on, paired, and the index after them."""
+        pairs: list[RecordedPair] = []
+        while index < self.end and self.steps[index]["type"] in ("tool_call", "tool_result"):
+            step = self.steps[index]
+            if step["type"] == "tool_call":
+                pairs.append(RecordedPair(step, None))
+            elif pairs and pairs[-1].result is None:
+                pairs[-1].result = step
+            index += 1
+        return pairs, index
+
+    def _read_turns(self) -> None:
+        index, end = self.pre_end, self.end
+        while index < end:
+            step = self.steps[index]
+            if step["type"] != "model_input":
+                self.stray.append(index)
+                index += 1
+                continue
+            following = self.steps[index + 1] if index + 1 < end else None
+            output = following if following is not None and following["type"] == "model_output" else None
+            pairs, after = self._round_at(index + 2) if output is not None else ([], index + 1)
+            turn = RecordedTurn(len(self.turns), step, output, pairs, after)
+            self.turns.append(turn)
+            self.by_input[index] = turn
+            index = after
+
+    def link(self) -> AnswerIndex[RecordedTurn]:
+        """Which recorded call each one continues (computed once, when first needed)."""
+        if self._index is not None:
+            return self._index
+        index: AnswerIndex[RecordedTurn] = AnswerIndex()
+        for turn in self.turns:
+            if turn.output is not None:
+                index.add(turn, turn.request, turn.output["payload"])
+        for turn in self.turns:
+            found = [t for t in index.continued(turn.request) if t is not turn]
+            if found:
+                turn.parent = min(found, key=lambda t: (bool(t.children), t.number))
+                turn.parent.children.append(turn)
+        self._index = index
+        return index

@@ -1,0 +1,40 @@
+"""The words several layers share, each defined once and importing nothing, so the engine, the
+pytest plugin and the CLI (and their option parsers) name the same values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+__all__ = ["FAILING", "MATCHES", "RECORD_MODES", "UNSET", "Match", "Outcome", "RecordMode"]
+
+#: How a replay compares requests with the recording (docs/engine.md#replay-what-is-compared).
+Match = Literal["strict", "sequence"]
+MATCHES: Final[tuple[Match, ...]] = ("strict", "sequence")
+
+#: The pytest plugin's record modes (docs/pytest.md#record-modes).
+RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
+RECORD_MODES: Final[tuple[RecordMode, ...]] = ("none", "once", "new_episodes", "all", "rewrite")
+
+#: How a test's cassette run ended; the plugin's summary counts these.
+Outcome = Literal[
+    "replayed",
+    "recorded",
+    "unchanged",
+    "live",
+    "diverged",
+    "unsupported",
+    "not_written",
+    "invalid",
+    "unwritable",
+    "missing",
+    "refused",
+    "failed",
+    "skipped",
+]
+#: Outcomes that mean the cassette or the agent is wrong: they fail the run even when pytest counted
+#: the test as passing (an xfail, say).
+FAILING: Final[tuple[Outcome, ...]] = ("diverged", "unsupported", "invalid")
+
+#: A keyword argument the caller did not give (where ``None`` is a value of its own).
+UNSET: Final[Any] = object()
