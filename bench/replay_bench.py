@@ -1,29 +1,37 @@
 """What replaying and recording through Blackbox cost, next to the floor and to vcrpy.
 
-One agent run makes 10 model calls through the real ``anthropic`` SDK (9 tool rounds with one wrapped
-tool each, then the final answer). The script prints, from one run of the benchmark:
+One agent run makes N model calls through the real ``anthropic`` SDK (N - 1 tool rounds with one wrapped
+tool each, then the final answer), each request carrying the whole history so far; ``--calls 10,50,200``
+measures every length side by side in one run. The script prints the machine and the versions, then
+for each length, from one run of the benchmark:
 
-(a) replay: 100 runs replayed from a Blackbox cassette (``blackbox(mode="replay")`` + ``finish()``:
+(a) replay: runs replayed from a Blackbox cassette (``blackbox(mode="replay")`` + ``finish()``:
     cassette load, strict request comparison, synthesized responses), against
     - the floor: the same SDK calls on a client whose ``httpx2.MockTransport`` returns prebuilt
       response bytes (no interception, no cassette, no normalization, no comparison);
     - the interception floor: the same prebuilt bytes returned by an ``Interceptor`` (the respx
       routing every replay goes through, without the session);
     - vcrpy: the same SDK calls replayed from a vcrpy cassette recorded against the fake provider.
-    Targets: ≤ 1.25x the floor, ≥ 3x faster than vcrpy.
+    Targets: ≤ 1.25x the floor, ≥ 1.5x faster than vcrpy.
 (b) record: runs against the fake provider on 127.0.0.1, recorded (``blackbox(mode="record")`` +
     ``finish()``, which verifies and writes the cassette) against the same live runs unrecorded.
-    Target: ≤ 1.3x.
+    Target: ≤ 1.5x.
+(c) the cassette's size: bytes per model call (the format stores each request's whole history, so a
+    run's cassette grows with the square of its length).
+
+Every batch makes about ``--budget`` model calls (``--budget // N`` runs, at least 2), recorded
+batches ``--live-budget``.
 
 Each figure is the best of ``--repeat`` timed batches (the machine's noise only ever adds time).
-The 100 replays read the same unchanged cassette, so after the first one the session reuses its
+The replays read the same unchanged cassette, so after the first one the session reuses its
 check of the file (parse, schema, hash chain; keyed by the file's SHA-256): the printed "cold load"
 is what the first replay of a cassette adds on top. The floor is mostly the SDK's own work, which
 every variant pays, so "vcrpy / floor" bounds how much faster than vcrpy any replay could be.
 ``--ints`` keeps every tool value integral (see ``SCORE_SCALE``). ``--profile`` prints the top of a
 cProfile of the Blackbox replay batch.
 
-Run: ``python bench/replay_bench.py [--runs 100] [--live-runs 30] [--repeat 5] [--ints] [--profile]``.
+Run: ``python bench/replay_bench.py [--calls 10,50,200] [--budget 1000] [--live-budget 300] [--repeat 5]
+[--ints] [--profile]``.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from typing import Any
 
 import anthropic
 import httpx2
+import machine
 import vcr  # type: ignore[import-untyped]
 
 from pytest_blackbox import blackbox
@@ -62,13 +71,15 @@ TOOLS = [
         "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
     }
 ]
-TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 3.0, 1.3
+TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 1.5, 1.5
 
 
 #: ``--ints`` makes every tool value integral: canonical JSON then stays on its C fast path, which
 #: shows what floats in tool results (and in the JSON text sent back to the model) cost.
 SCORE_SCALE = {"floats": 0.25, "ints": 25}
 _scale = SCORE_SCALE["floats"]
+#: The model calls of one run: the length being measured.
+_calls = {"n": CALLS}
 
 
 def lookup(n: int) -> dict[str, Any]:
@@ -76,15 +87,16 @@ def lookup(n: int) -> dict[str, Any]:
 
 
 def script(fake: FakeProvider) -> None:
-    for n in range(CALLS - 1):
+    for n in range(_calls["n"] - 1):
         fake.queue_anthropic_tool_calls([("lookup", {"n": n})], text=f"Looking up item {n}.")
     fake.queue_anthropic_text("All items found.")
 
 
 def agent(client: anthropic.Anthropic, tools: dict[str, Callable[..., Any]]) -> str:
     """The agent loop every variant runs: the same requests, the same tool round trips."""
-    messages: list[Any] = [{"role": "user", "content": "Look up items 0 to 8."}]
-    for _ in range(CALLS):
+    calls = _calls["n"]
+    messages: list[Any] = [{"role": "user", "content": f"Look up items 0 to {calls - 2}."}]
+    for _ in range(calls):
         response = client.messages.create(
             model=MODEL,
             max_tokens=256,
@@ -207,6 +219,7 @@ def prepare(work: Path, fake: FakeProvider) -> tuple[Path, Path, list[bytes]]:
 
 @dataclass
 class Results:
+    calls: int
     runs: int
     live_runs: int
     ours: float
@@ -216,41 +229,92 @@ class Results:
     cold_load: float
     plain: float
     recorded: float
+    cassette_bytes: int
 
 
-def measure(args: argparse.Namespace, work: Path, fake: FakeProvider) -> Results:
+def interleaved(repeat: int, batches: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """The best time of each batch over ``repeat`` rounds, every round running each batch once in turn,
+    so a busy moment of the shared machine costs every variant alike."""
+    times: dict[str, list[float]] = {name: [] for name in batches}
+    for _ in range(repeat):
+        for name, batch in batches.items():
+            times[name].append(best_of(1, batch))
+    return {name: min(values) for name, values in times.items()}
+
+
+def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int) -> Results:
+    _calls["n"] = calls
+    runs = max(2, args.budget // calls)
+    live_runs = max(2, args.live_budget // calls)
     cassette, vcr_cassette, bodies = prepare(work, fake)
     # vcrpy matches the port too, so every variant uses the fake's address; no replay may reach it
     client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
     served = len(fake.requests)
-    ours = best_of(args.repeat, blackbox_replay(cassette, client, args.runs))
-    floor = best_of(args.repeat, floor_replay(bodies, fake.base_url, args.runs))
-    interception = best_of(args.repeat, interception_replay(bodies, client, args.runs))
-    vcr_time = best_of(args.repeat, vcr_replay(vcr_cassette, client, args.runs))
+    replays = interleaved(
+        args.repeat,
+        {
+            "ours": blackbox_replay(cassette, client, runs),
+            "floor": floor_replay(bodies, fake.base_url, runs),
+            "interception": interception_replay(bodies, client, runs),
+            "vcr": vcr_replay(vcr_cassette, client, runs),
+        },
+    )
     if len(fake.requests) != served:
         raise RuntimeError("a replay reached the fake provider")
     cold_load = best_of(args.repeat, lambda: load_trace(cassette))
-    plain = best_of(args.repeat, live(fake, client, args.live_runs, None))
-    recorded = best_of(args.repeat, live(fake, client, args.live_runs, work / "rec.json"))
+    lives = interleaved(
+        args.repeat,
+        {
+            "plain": live(fake, client, live_runs, None),
+            "recorded": live(fake, client, live_runs, work / "rec.json"),
+        },
+    )
     if args.profile:
-        profile(blackbox_replay(cassette, client, args.runs))
-    return Results(args.runs, args.live_runs, ours, floor, interception, vcr_time, cold_load, plain, recorded)
+        profile(blackbox_replay(cassette, client, runs))
+        profile(live(fake, client, live_runs, work / "rec.json"))
+    return Results(
+        calls,
+        runs,
+        live_runs,
+        replays["ours"],
+        replays["floor"],
+        replays["interception"],
+        replays["vcr"],
+        cold_load,
+        lives["plain"],
+        lives["recorded"],
+        cassette.stat().st_size,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--live-runs", type=int, default=30)
+    parser.add_argument(
+        "--calls", default=str(CALLS), help="model calls per run, comma-separated lengths (10,50,200)"
+    )
+    parser.add_argument("--budget", type=int, default=1000, help="model calls per replayed batch")
+    parser.add_argument("--live-budget", type=int, default=300, help="model calls per live batch")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--ints", action="store_true", help="integral tool values only (see SCORE_SCALE)")
     args = parser.parse_args()
+    lengths = [int(part) for part in args.calls.split(",") if part.strip()]
+    if not lengths or min(lengths) < 2:
+        parser.error("--calls takes lengths of at least 2 model calls, e.g. 10,50,200")
     global _scale
     _scale = SCORE_SCALE["ints" if args.ints else "floats"]
     warnings.simplefilter("ignore")
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench-key-not-secret")
+    print(machine.describe())
+    results = []
     with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
-        report(measure(args, Path(tmp), fake))
+        for calls in lengths:
+            work = Path(tmp) / str(calls)
+            work.mkdir()
+            results.append(measure(args, work, fake, calls))
+            report(results[-1])
+    summary(results)
+    print(f"load average at the end: {machine.load()}")
 
 
 def ratio_line(name: str, value: float, target: float, at_most: bool) -> str:
@@ -265,8 +329,8 @@ def report(r: Results) -> None:
     The floor is mostly the SDK's own work (building, sending and parsing each call), which every
     variant pays; the overhead above it is what a replay tool adds.
     """
-    calls = r.runs * CALLS
-    print(f"replay, {r.runs} runs x {CALLS} model calls (best batch):")
+    calls = r.runs * r.calls
+    print(f"replay, {r.runs} runs x {r.calls} model calls (best batch):")
     variants = (
         ("blackbox replay", r.ours),
         ("floor (mock)", r.floor),
@@ -283,17 +347,30 @@ def report(r: Results) -> None:
     print(ratio_line("vcrpy / blackbox", r.vcr / r.ours, TARGET_VCR, at_most=False))
     print(f"  vcrpy / floor     {r.vcr / r.floor:8.2f}x  (no replay tool can be faster than the floor)")
     print(f"  a cassette's first (cold) load: {r.cold_load * 1e3:.1f} ms; later sessions reuse the check")
-    print(f"record, {r.live_runs} live runs x {CALLS} model calls against the fake provider (best batch):")
+    print(f"record, {r.live_runs} live runs x {r.calls} model calls against the fake provider (best batch):")
     added = (r.recorded - r.plain) * 1e3 / r.live_runs
     print(f"  live, recorded    {r.recorded * 1e3:8.1f} ms  ({added:.1f} ms added per run, writing included)")
     print(f"  live, plain       {r.plain * 1e3:8.1f} ms")
     print(ratio_line("recorded / plain", r.recorded / r.plain, TARGET_RECORD, at_most=True))
+    print(f"cassette: {r.cassette_bytes:,} bytes, {r.cassette_bytes // r.calls:,} bytes per model call")
+
+
+def summary(results: list[Results]) -> None:
+    """One table of every length: the issue's figures side by side."""
+    print("calls | µs/call over floor | blackbox/floor | vcrpy/blackbox | recorded/plain | bytes/call")
+    for r in results:
+        above = (r.ours - r.floor) * 1e6 / (r.runs * r.calls)
+        print(
+            f"{r.calls:5} | {above:+18.0f} | {r.ours / r.floor:13.2f}x | {r.vcr / r.ours:13.2f}x | "
+            f"{r.recorded / r.plain:13.2f}x | {r.cassette_bytes // r.calls:10,}"
+        )
 
 
 def profile(batch: Callable[[], None]) -> None:
     profiler = cProfile.Profile()
     profiler.runcall(batch)
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ See docs/engine.md#replay-what-is-compared.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
@@ -39,6 +40,32 @@ TOOL_INPUT_HINT = "The agent called the tool with different arguments than it di
 MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."
 
 _sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+#: A request as :meth:`StrictComparison.identical` compares it: the ``identity_text`` of everything
+#: but its messages, and of each message.
+Parts = tuple[str | None, list[str | None]]
+
+#: Recorded requests' parts by the identity of their payload (kept alive with them): a cassette's
+#: loaders share one trace between the sessions that replay it, so its side is computed once.
+_RECORDED_PARTS: OrderedDict[int, tuple[Any, Parts | None]] = OrderedDict()
+_RECORDED_MAX = 4096
+
+
+def _parts(request: Any, message_text: Any) -> Parts | None:
+    """A request's parts (``None``: it is no object with a list of messages, so it is compared whole)."""
+    if type(request) is not dict or type(request.get("messages")) is not list:
+        return None
+    rest = identity_text({key: value for key, value in request.items() if key != "messages"})
+    return rest, [message_text(message) for message in request["messages"]]
+
+
+def _recorded_parts(request: Any) -> Parts | None:
+    entry = _RECORDED_PARTS.get(id(request))
+    if entry is None or entry[0] is not request:
+        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, identity_text))
+        if len(_RECORDED_PARTS) > _RECORDED_MAX:
+            _RECORDED_PARTS.popitem(last=False)
+    return entry[1]
 
 
 class Comparison:
@@ -142,13 +169,34 @@ class StrictComparison(Comparison):
         #: Each compared recorded call's ``identity_text``, so a request is encoded once, not twice.
         self._identities: dict[RecordedTurn, str | None] = {}
         self._by_text: dict[str, list[RecordedTurn]] | None = None
+        #: The last request's messages by identity (kept alive with them) and their ``identity_text``.
+        self._messages: dict[int, tuple[Any, str | None]] = {}
 
     def identical(self, turn: RecordedTurn, view: Any) -> bool:
-        """``identical_json`` of a recorded call (as compared) and a request."""
+        """``identical_json`` of a recorded call (as compared) and a request.
+
+        Without match rules, a request is compared in parts, message by message: a message the
+        previous request held (the same normalized object, see ``CallIds.normalized``, which the
+        session hands out again only for byte-identical history) is not encoded again, and each
+        recorded request's parts are computed once per cassette. Equal parts are exactly equal
+        whole texts, so a change anywhere in the history is still a difference.
+        """
+        if self.rules is None:
+            parts = _recorded_parts(turn.request)
+            actual = _parts(view, self._message_text) if parts is not None else None
+            if actual is not None:
+                self._messages = {id(message): self._messages[id(message)] for message in view["messages"]}
+                return None not in actual[1] and actual == parts
         if turn not in self._identities:
             self._identities[turn] = identity_text(self.recorded_view(turn))
         recorded = self._identities[turn]
         return recorded is not None and recorded == identity_text(view)
+
+    def _message_text(self, message: Any) -> str | None:
+        entry = self._messages.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = self._messages[id(message)] = (message, identity_text(message))
+        return entry[1]
 
     def equal_unused(self, following: RecordedTurn | None, view: Any) -> RecordedTurn | None:
         if following is not None and self.identical(following, view):

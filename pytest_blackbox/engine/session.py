@@ -27,6 +27,7 @@ from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
 from ..vocabulary import UNSET
 from . import exithooks, launched
+from .bodies import BodyParser
 from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call, running_tool
 from .ending import (
@@ -97,6 +98,7 @@ class Session:
         self._clock = clock
         self._lock = threading.RLock()
         self._ids = providers.CallIds()
+        self._bodies = BodyParser()
         self._secrets = KnownKeys.from_environment(os.environ, options.secrets)
         self._redactor = Redactor(options.redact) if options.redact else None
         self._first_error: BlackboxError | None = None
@@ -241,7 +243,7 @@ class Session:
                 self._refuse_if_ended("this request was not sent")
                 if self._recording is not None and self._recording.running:
                     self._recording.overlap(inside_tool(self._token))
-                call = WireCall.of(request)
+                call = WireCall.of(request, self._bodies)
                 if self._fork is not None:
                     self._fork.before_model_call(call.provider, call.body)
                 if self.mode in ("replay", "fork"):

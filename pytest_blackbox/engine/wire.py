@@ -18,6 +18,7 @@ from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineReques
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..providers.sse import StreamCutShort
 from ..trace.model import ModelInput, TraceStep
+from .bodies import BodyParser
 from .hosts import host_allowed, is_local
 from .keys import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
 
@@ -31,10 +32,16 @@ __all__ = [
 ]
 
 
-def parse_json_body(raw: bytes, what: str) -> Any:
-    """A request or response body as JSON; anything else cannot be recorded."""
+def parse_json_body(
+    raw: bytes, what: str, parser: BodyParser | None = None, history: str | None = None
+) -> Any:
+    """A request or response body as JSON; anything else cannot be recorded.
+
+    ``parser`` (a session's) parses a request's ``history`` field in proportion to what is new.
+    """
     try:
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        return json.loads(text) if parser is None else parser.parse(text, history)
     except (UnicodeDecodeError, ValueError):
         raise BlackboxUnsupportedError(
             f"{what} is not JSON; only JSON model calls and event streams can be recorded"
@@ -55,10 +62,12 @@ class WireCall:
         return providers.provider_for_call(request.route, urlsplit(request.url).path)
 
     @classmethod
-    def of(cls, request: ModelRequest) -> WireCall:
-        """The call, its body parsed (a body that is not JSON is refused)."""
-        body = parse_json_body(request.body, "the request body")
-        return cls(cls.provider_of(request), urlsplit(request.url).path, body)
+    def of(cls, request: ModelRequest, parser: BodyParser | None = None) -> WireCall:
+        """The call, its body parsed (a body that is not JSON is refused), by the session's ``parser``
+        if given: a conversation's history items repeated from a recent request are not parsed again."""
+        provider = cls.provider_of(request)
+        body = parse_json_body(request.body, "the request body", parser, provider.HISTORY)
+        return cls(provider, urlsplit(request.url).path, body)
 
     def normalize(self, ids: providers.CallIds) -> ModelInput:
         """The ``model_input`` payload of this request."""

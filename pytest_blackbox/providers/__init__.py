@@ -42,6 +42,11 @@ class Provider(Protocol):
         ...
 
     @property
+    def HISTORY(self) -> str:
+        """The request field holding the conversation so far, which grows by a few items per call."""
+        ...
+
+    @property
     def ROUTE(self) -> str:
         """A regular expression searched in the URL path (not the host, not the query) of a POST.
 

@@ -40,6 +40,7 @@ from .common import (
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
+    "HISTORY",
     "NAME",
     "ROUTE",
     "collect_stream",
@@ -54,6 +55,8 @@ __all__ = [
 NAME: Final = "anthropic"
 #: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
 ROUTE: Final = r"/v1/messages$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "messages"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (
@@ -92,7 +95,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     ``path`` is unused: the Messages API carries the whole request in the body.
     """
     request = require_object(body, "the request body")
-    messages = [_message(raw, index, ids) for index, raw in enumerate(list_field(request, "messages"))]
+    messages = ids.normalized(list_field(request, HISTORY), lambda raw, index: _message(raw, index, ids))
     tools = [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
     return model_input(
         messages,

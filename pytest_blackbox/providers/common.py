@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn, TypeVar
 
 from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_stringify
@@ -59,6 +59,7 @@ __all__ = [
 _SAFE_INT: Final = 9007199254740992
 _CALL_ID = re.compile(r"call-(\d+)")
 _LABEL_LIMIT: Final = 60
+N = TypeVar("N")
 
 
 class CallIds:
@@ -74,6 +75,14 @@ class CallIds:
         self._next = 0
         self._by_provider: dict[str, str] = {}
         self._names: dict[str, str] = {}
+        #: Bumped whenever an answer this map already gave could change (an id rebound, a name
+        #: learnt after a result was resolved as "unknown"): normalized history items older than
+        #: that are not reused.
+        self._version = 0
+        self._unnamed: set[str] = set()
+        #: This session's last normalized history: parsed item's identity → (item, index, version,
+        #: normalized item).
+        self._normalized: dict[int, tuple[Any, int, int, Any]] = {}
 
     def neutral(self, provider_id: str, name: str | None = None) -> str:
         """The ``call-N`` for a provider id, assigning the next one if the id is new."""
@@ -81,13 +90,38 @@ class CallIds:
         if call_id is None:
             call_id = self._take()
             self._by_provider[provider_id] = call_id
-        if name is not None:
-            self._names.setdefault(provider_id, name)
+        if name is not None and provider_id not in self._names:
+            self._names[provider_id] = name
+            if provider_id in self._unnamed:
+                self._version += 1
         return call_id
 
     def resolve(self, provider_id: str) -> tuple[str, str]:
         """``(call-N, tool name)`` for an id a tool result refers to; ``"unknown"`` if no call named it."""
-        return self.neutral(provider_id), self._names.get(provider_id, "unknown")
+        call_id = self.neutral(provider_id)
+        name = self._names.get(provider_id)
+        if name is None:
+            self._unnamed.add(provider_id)
+        return call_id, name or "unknown"
+
+    def normalized(self, items: list[Any], normalize: Callable[[Any, int], N]) -> list[N]:
+        """``[normalize(item, index) …]`` for a request's history, reusing this session's last one.
+
+        An item that is the very object normalized for the previous request, at the same place, with
+        no mapping changed since, gets the same normalized value: the request body parser hands back
+        an object again only when its text is byte for byte the same (``engine.bodies``), and a
+        provider's normalization of an item depends on nothing else. ``normalize`` may map ids.
+        """
+        memo, kept = self._normalized, {}
+        result: list[N] = []
+        for index, item in enumerate(items):
+            entry = memo.get(id(item))
+            if entry is None or entry[0] is not item or entry[1] != index or entry[2] != self._version:
+                entry = (item, index, self._version, normalize(item, index))
+            kept[id(item)] = entry
+            result.append(entry[3])
+        self._normalized = kept
+        return result
 
     def bind(self, provider_id: str, call_id: str, name: str | None = None) -> None:
         """Map a provider id to a ``call-N`` given out already, replacing what it mapped to (if anything).
@@ -95,6 +129,10 @@ class CallIds:
         For keys that are not unique by nature: a Gemini call without an id is known by its place in
         the conversation, and a conversation that is run again answers at that place with new calls.
         """
+        if self._by_provider.get(provider_id, call_id) != call_id or (
+            name is not None and self._names.get(provider_id, name) != name
+        ):
+            self._version += 1
         self._by_provider[provider_id] = call_id
         if name is not None:
             self._names[provider_id] = name
@@ -106,12 +144,16 @@ class CallIds:
     def register_identity(self, call_ids: Iterable[str]) -> None:
         """Map replayed ``call-N`` ids to themselves and move the counter past them."""
         for call_id in call_ids:
+            if self._by_provider.get(call_id, call_id) != call_id:
+                self._version += 1
             self._by_provider[call_id] = call_id
             self._advance_past(call_id)
 
     def fresh(self) -> str:
         """A new ``call-N`` that Blackbox itself hands out (unrequested invocations, scripted replies)."""
         call_id = self._take()
+        if self._by_provider.get(call_id, call_id) != call_id:
+            self._version += 1
         self._by_provider[call_id] = call_id
         return call_id
 

@@ -41,6 +41,7 @@ from .common import (
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
+    "HISTORY",
     "NAME",
     "ROUTE",
     "collect_stream",
@@ -55,6 +56,8 @@ __all__ = [
 NAME: Final = "openai_chat"
 #: Chat Completions, under any base URL (Azure deployments included).
 ROUTE: Final = r"/chat/completions$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "messages"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.

@@ -44,6 +44,7 @@ from .openai_chat import error_body
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
+    "HISTORY",
     "NAME",
     "ROUTE",
     "collect_stream",
@@ -58,6 +59,8 @@ __all__ = [
 NAME: Final = "openai_responses"
 #: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
 ROUTE: Final = r"/responses$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "input"
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.

@@ -21,6 +21,7 @@ from .errors import CanonicalJSONError
 __all__ = [
     "MAX_NESTING",
     "TOO_DEEP",
+    "SharedCanonical",
     "canonical_json",
     "hashed_text",
     "is_array_index",
@@ -30,6 +31,7 @@ __all__ = [
     "json_pieces",
     "nested_too_deeply",
     "pretty_json",
+    "pretty_json_shared",
     "sha256_hex",
     "step_hash",
 ]
@@ -372,6 +374,43 @@ def pretty_json(value: Any) -> str:
     return _prepared(value, _fast_pretty, "  ", sort=False)
 
 
+#: How deep :func:`pretty_json_shared` puts containers together itself: a cassette's messages (in
+#: ``steps[i].payload.messages[j]``) lie below it and are written once each.
+_COMPOSED_LEVELS = 5
+
+
+def pretty_json_shared(value: Any) -> str:
+    """:func:`pretty_json`, writing each container that appears several times (by identity) once.
+
+    A recording's ``model_input`` steps hold the very message objects of the steps before them (see
+    ``CallIds.normalized``), so a long run's cassette repeats most of its text; writing each message
+    once, indented for its depth, keeps the cost in proportion to what is distinct. The text is
+    :func:`pretty_json`'s, byte for byte.
+    """
+    return _pretty_composed(value, 0, {})
+
+
+def _pretty_composed(value: Any, level: int, texts: dict[int, tuple[Any, str]]) -> str:
+    kind = type(value)
+    if level < _COMPOSED_LEVELS and kind is dict and value and all(type(key) is str for key in value):
+        inner = "\n" + "  " * (level + 1)
+        fields = (
+            _js_string(key) + ": " + _pretty_composed(value[key], level + 1, texts) for key in js_keys(value)
+        )
+        return "{" + inner + ("," + inner).join(fields) + "\n" + "  " * level + "}"
+    if level < _COMPOSED_LEVELS and kind is list and value:
+        inner = "\n" + "  " * (level + 1)
+        items = (_pretty_composed(item, level + 1, texts) for item in value)
+        return "[" + inner + ("," + inner).join(items) + "\n" + "  " * level + "]"
+    if kind is not dict and kind is not list:
+        return _prepared(value, _fast_pretty, "  ", sort=False)
+    entry = texts.get(id(value))
+    if entry is None or entry[0] is not value:
+        text = _prepared(value, _fast_pretty, "  ", sort=False).replace("\n", "\n" + "  " * level)
+        entry = texts[id(value)] = (value, text)
+    return entry[1]
+
+
 def json_pieces(value: Any) -> Iterator[str]:
     """``JSON.stringify(value)`` lazily, for showing part of a possibly huge value; never raises.
 
@@ -438,3 +477,58 @@ def nested_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+class SharedCanonical:
+    """:func:`hashed_text` of ``model_input`` steps that repeat the items of earlier ones, each item's
+    canonical text computed once.
+
+    A conversation's every request carries the whole history, so hashing each ``model_input`` from
+    scratch costs the square of the run's length. The engine hands the recorder the very message
+    objects of the previous request for the part that did not change (see ``CallIds.normalized``),
+    so the canonical text of each item of the payload's lists is remembered by identity (the item
+    kept alive with it) for the next step, and the step's text is put together from the pieces: the
+    same text, key for key in the same order, as :func:`canonical_json` writes for the whole. The
+    payloads of a recording are never edited once appended, which is what makes identity a sound key.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Any, str]] = {}
+
+    def hashed_text(
+        self, index: int, type_: str, timestamp: int | float, payload: Any, prev_hash: str | None
+    ) -> str:
+        if type_ != "model_input" or type(payload) is not dict or not _plain_keys(payload):
+            return hashed_text(index, type_, timestamp, payload, prev_hash)
+        kept: dict[int, tuple[Any, str]] = {}
+        fields = [
+            ("index", canonical_json(index)),
+            ("payload", self._payload(payload, kept)),
+            ("prevHash", canonical_json(prev_hash)),
+            ("timestamp", canonical_json(timestamp)),
+            ("type", canonical_json(type_)),
+        ]
+        self._texts = kept
+        return "{" + ",".join(f'"{name}":{text}' for name, text in fields) + "}"
+
+    def _payload(self, payload: dict[str, Any], kept: dict[int, tuple[Any, str]]) -> str:
+        parts = []
+        for key in sorted(payload, key=_utf16_key):
+            value = payload[key]
+            text = self._list(value, kept) if type(value) is list else canonical_json(value)
+            parts.append(_js_string(key) + ":" + text)
+        return "{" + ",".join(parts) + "}"
+
+    def _list(self, items: list[Any], kept: dict[int, tuple[Any, str]]) -> str:
+        texts = []
+        for item in items:
+            entry = self._texts.get(id(item))
+            if entry is None or entry[0] is not item:
+                entry = (item, canonical_json(item))
+            kept[id(item)] = entry
+            texts.append(entry[1])
+        return "[" + ",".join(texts) + "]"
+
+
+def _plain_keys(value: dict[Any, Any]) -> bool:
+    return all(type(key) is str for key in value)

@@ -6,9 +6,10 @@ secret). See docs/cassette-format.md#the-hash-chain.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from .canonical import hashed_text, sha256_hex
+from .canonical import SharedCanonical, hashed_text, sha256_hex
 from .errors import CanonicalJSONError, HashChainError
 from .errors import where as shown_where
 from .model import STEP_TYPES
@@ -44,6 +45,8 @@ class ChainCheck:
         self.path = path
         self.previous: str | None = None
         self.hashed: str | None = None
+        #: A trace checked in memory (a recording before it is written) repeats its messages' objects.
+        self._shared = SharedCanonical()
 
     def check(self, step: Any, position: int, *, exact_numbers: bool = False) -> HashChainError | None:
         """The error at ``step``, the step at ``position``, or ``None`` if it links and hashes right.
@@ -72,15 +75,9 @@ class ChainCheck:
             return "prevHash must be null on the first step"
         if position > 0 and step["prevHash"] != self.previous:
             return f"prevHash does not match the hash of step {position - 1} " + _REORDERED
+        text_of = partial(hashed_text, exact_numbers=True) if exact_numbers else self._shared.hashed_text
         try:
-            hashed = hashed_text(
-                position,
-                step["type"],
-                step["timestamp"],
-                step["payload"],
-                step["prevHash"],
-                exact_numbers=exact_numbers,
-            )
+            hashed = text_of(position, step["type"], step["timestamp"], step["payload"], step["prevHash"])
         except CanonicalJSONError as exc:
             return f"its contents cannot be hashed: {exc}"
         if step["hash"] != sha256_hex(hashed):

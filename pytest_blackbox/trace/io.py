@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from .canonical import TOO_DEEP, js_number, nested_too_deeply, pretty_json
+from .canonical import TOO_DEEP, js_number, nested_too_deeply, pretty_json_shared
 from .chain import validate_chain
 from .errors import (
     BlackboxError,
@@ -280,7 +280,7 @@ def dumps_trace(trace: Trace) -> str:
     steps = doc.get("steps")
     if isinstance(steps, list):
         doc["steps"] = [_ordered(s, _STEP_KEYS) if isinstance(s, dict) else s for s in steps]
-    return pretty_json(doc)
+    return pretty_json_shared(doc)
 
 
 def _os_reason(exc: OSError) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .canonical import step_hash
+from .canonical import SharedCanonical, sha256_hex
 from .errors import HashChainError
 from .model import CURRENT_TRACE_VERSION, StepType, Trace, TraceStep, step_id
 
@@ -27,6 +27,8 @@ class TraceRecorder:
         self.parent_id = parent_id
         self.forked_from_step_id = forked_from_step_id
         self._steps: list[TraceStep] = []
+        #: Each model_input repeats the conversation so far: its messages' canonical text is kept.
+        self._canonical = SharedCanonical()
 
     @classmethod
     def resuming(cls, trace: Trace) -> TraceRecorder:
@@ -61,7 +63,7 @@ class TraceRecorder:
             "timestamp": timestamp,
             "payload": payload,
             "prevHash": prev,
-            "hash": step_hash(index, type_, timestamp, payload, prev),
+            "hash": sha256_hex(self._canonical.hashed_text(index, type_, timestamp, payload, prev)),
         }
         self._steps.append(step)
         return step

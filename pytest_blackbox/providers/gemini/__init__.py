@@ -35,6 +35,7 @@ from .response import collect_stream, normalize_response
 from .synthesis import error_body, synthesize_response, synthesize_stream
 
 __all__ = [
+    "HISTORY",
     "NAME",
     "PATH",
     "ROUTE",
@@ -54,6 +55,8 @@ NAME: Final = "gemini"
 #: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
 #: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "contents"
 #: The same path, read: the model resource and the method.
 PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
 
@@ -88,6 +91,7 @@ class GeminiCall:
     """
 
     NAME: ClassVar[str] = NAME
+    HISTORY: ClassVar[str] = HISTORY
 
     def __init__(self, *, model: str, stream: bool, vertex: bool = False) -> None:
         self.model = model
