@@ -111,14 +111,17 @@ def test_a_report_path_equal_to_the_cassette_is_refused(tmp_path: Path) -> None:
 
 
 def test_off_mode_passes_tools_through_untouched() -> None:
+    """Off (live) mode runs the tool itself and hands back its very value (a tuple stays a tuple, no
+    JSON round trip); the call is only observed, for ``session.run``."""
     session = blackbox()
+    value = (1, 2)
 
     def tool(city: str) -> tuple[int, ...]:
-        return (1, 2)
+        return value
 
     assert session.mode == "off"
-    assert session.tool("t", tool) is tool
-    assert session.tool("t", tool)("x") == (1, 2)
+    assert session.tool("t", tool)("x") is value
+    assert [(call.name, call.input) for call in session.run.tool_calls] == [("t", {"city": "x"})]
 
 
 def test_the_offline_placeholder_key_is_never_a_secret(
