@@ -146,3 +146,59 @@ def test_azure_key_variables_get_the_placeholder() -> None:
     assert "AZURE_OPENAI_API_KEY" in set_placeholder_keys(env)
     assert env["AZURE_OPENAI_API_KEY"] == OFFLINE_PLACEHOLDER_KEY
     assert "AZURE_OPENAI_API_KEY" not in set_placeholder_keys({"AZURE_OPENAI_AD_TOKEN": TOKEN})
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_the_deployment_is_compared_and_the_v1_paths_record(
+    is_async: bool, api: str, fake_provider: FakeProvider, clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A deployment path records its deployment; another deployment diverges; ``/openai/v1`` has none."""
+    clean_env.setenv("AZURE_OPENAI_API_KEY", KEY)
+    endpoint = fake_provider.base_url
+
+    def client(deployment: str | None) -> Any:
+        """Azure's deployment path, or its v1 API through the plain client (as Azure documents it)."""
+        if deployment is None:
+            plain = openai.AsyncOpenAI if is_async else openai.OpenAI
+            return plain(base_url=f"{endpoint}/openai/v1", api_key=KEY, max_retries=0)
+        cls = openai.AsyncAzureOpenAI if is_async else openai.AzureOpenAI
+        base_url = f"{endpoint}/openai/deployments/{deployment}"
+        return cls(base_url=base_url, api_version=API_VERSION, max_retries=0)
+
+    def ask(deployment: str | None, session: Any) -> Any:
+        async def go(sdk: Any) -> None:
+            try:
+                if api == "chat":
+                    messages = [{"role": "user", "content": "hi"}]
+                    await _settle(sdk.chat.completions.create(model="gpt-4o", messages=messages))
+                else:
+                    await _settle(sdk.responses.create(model="gpt-4o", input="hi"))
+            finally:
+                await _settle(sdk.close())
+
+        asyncio.run(go(client(deployment)))
+        return session
+
+    def payload(path: Path) -> dict[str, Any]:
+        step: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["steps"][0]["payload"]
+        return step
+
+    queue = fake_provider.queue_openai_text if api == "chat" else fake_provider.queue_responses_text
+    for deployment in ("travel-prod", None):
+        queue("hello")
+        path = tmp_path / f"{deployment}.json"
+        ask(deployment, blackbox(mode="record", out=path)).finish(result="ok")
+        assert (payload(path).get("params") or {}).get("azureDeployment") == deployment
+    route = "chat/completions" if api == "chat" else "responses"
+    paths = [request.path for request in fake_provider.requests]
+    assert paths == [f"/openai/deployments/travel-prod/{route}", f"/openai/v1/{route}"]
+
+    ask("travel-prod", blackbox(mode="replay", cassette=tmp_path / "travel-prod.json")).finish(result="ok")
+    changed = blackbox(mode="replay", cassette=tmp_path / "travel-prod.json")
+    with pytest.raises(openai.APIError):
+        ask("travel-staging", changed)
+    with pytest.raises(ReplayDivergenceError) as divergence:
+        changed.finish(result="ok")
+    assert divergence.value.path == "params.azureDeployment"
+    assert len(fake_provider.requests) == 2
