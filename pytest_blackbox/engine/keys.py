@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .rules import Secrets
 
 __all__ = [
+    "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
     "PLACEHOLDER_VARIABLES",
@@ -30,14 +31,26 @@ __all__ = [
 ]
 
 #: The environment variables the provider SDKs read their API key from.
-KEY_VARIABLES: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+#: Azure OpenAI's Entra ID token (``AZURE_OPENAI_AD_TOKEN``) is one too: a bearer credential.
+KEY_VARIABLES: Final = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_AD_TOKEN",
+)
 
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
-#: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set.
+#: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
+#: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key. Azure's
+#: endpoint and API version get none: they are configuration, not credentials, and the API version
+#: is compared, so a made-up one would only diverge.
 PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "ANTHROPIC_API_KEY": (),
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+    "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN",),
 }
 
 #: The variable that holds each provider's key, by provider (route) name: what to set to record.
@@ -47,6 +60,10 @@ PROVIDER_KEY_VARIABLES: Final = {
     "openai_responses": "OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
 }
+
+#: The variable that holds the key a request header carries, where it is not the provider's own:
+#: Azure OpenAI sends its key in ``api-key``, through the OpenAI protocols.
+HEADER_KEY_VARIABLES: Final = {"api-key": "AZURE_OPENAI_API_KEY"}
 
 #: Set as the provider key in offline runs so SDK constructors start; nothing is sent with it, so it
 #: is never a secret.
@@ -131,14 +148,17 @@ class KnownKeys(set[str]):
         what = "your API key" if provider_key else "a secret"
         return f"{what} ({source})" if source else what
 
-    def placeholder_in(self, headers: Iterable[tuple[str, str]], url: str) -> str | None:
-        """Where a request carries the offline placeholder key (``the x-api-key header``), if it does."""
+    def placeholder_in(self, headers: Iterable[tuple[str, str]], url: str) -> tuple[str, str] | None:
+        """Where a request carries the offline placeholder key (``its x-api-key header``), if it does.
+
+        With it, the header or query parameter's name, so the refusal can name the variable to set.
+        """
         for name, value in header_secrets(headers, self.headers):
             if value.strip() == OFFLINE_PLACEHOLDER_KEY:
-                return f"its {name} header"
+                return f"its {name} header", name.lower()
         for name, value in parse_qsl(urlsplit(url).query):
             if name in self.query and value.strip() == OFFLINE_PLACEHOLDER_KEY:
-                return f"its ?{name}= query parameter"
+                return f"its ?{name}= query parameter", name
         return None
 
 

@@ -20,7 +20,7 @@ from ..providers.sse import StreamCutShort
 from ..trace.model import ModelInput, TraceStep
 from .bodies import BodyParser
 from .hosts import host_allowed, is_local
-from .keys import OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
+from .keys import HEADER_KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
 
 __all__ = [
     "WireCall",
@@ -153,9 +153,12 @@ def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) ->
     The placeholder is set when no key is, so SDK clients can start for a replay; a recording needs
     the real key, and the provider would only answer 401.
     """
-    where = keys.placeholder_in(request.headers, request.url)
-    if where is not None:
-        variable = PROVIDER_KEY_VARIABLES.get(provider, "the provider's API key variable")
+    found = keys.placeholder_in(request.headers, request.url)
+    if found is not None:
+        where, carrier = found
+        variable = HEADER_KEY_VARIABLES.get(carrier) or PROVIDER_KEY_VARIABLES.get(
+            provider, "the provider's API key variable"
+        )
         raise BlackboxUsageError(
             f"recording needs a real key: this request carries the offline placeholder key "
             f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "

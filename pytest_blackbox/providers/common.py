@@ -36,6 +36,7 @@ __all__ = [
     "CallIds",
     "ReplayOutput",
     "arguments_text",
+    "azure_deployment",
     "final_answer",
     "is_stream_request",
     "join_text_blocks",
@@ -60,6 +61,7 @@ _SAFE_INT: Final = 9007199254740992
 _CALL_ID = re.compile(r"call-(\d+)")
 _LABEL_LIMIT: Final = 60
 N = TypeVar("N")
+_AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
 
 
 class CallIds:
@@ -306,6 +308,16 @@ def present(value: Any) -> bool:
 
 
 # -- request pieces ----------------------------------------------------------------------------
+
+
+def azure_deployment(path: str) -> str | None:
+    """The Azure OpenAI deployment a ``/openai/deployments/{deployment}/…`` path names, if it does.
+
+    Azure answers with the deployment's model whatever the body's ``model`` says, so the deployment
+    is what the request asked for and is compared (``params.azureDeployment``, docs/providers.md).
+    """
+    found = _AZURE_DEPLOYMENT.search(path)
+    return found.group(1) if found else None
 
 
 def pick_params(body: Mapping[str, Any], mapping: Sequence[tuple[str, str]]) -> dict[str, Any] | None:

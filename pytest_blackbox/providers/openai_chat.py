@@ -21,6 +21,7 @@ from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDef
 from .common import (
     CallIds,
     arguments_text,
+    azure_deployment,
     final_answer,
     is_stream_request,
     join_text_blocks,
@@ -81,6 +82,7 @@ _PARAMS: Final = (
     ("prediction", "prediction"),
     ("modalities", "modalities"),
     ("tools.strict", "toolStrict"),
+    ("path.deployment", "azureDeployment"),
 )
 _INSTRUCTION_ROLES: Final = ("system", "developer")
 _LEGACY_ADVICE: Final = "use tools and tool_choice instead of the legacy functions API"
@@ -98,7 +100,7 @@ _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
 def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Chat Completions request body; refusals come before sending.
 
-    ``path`` is unused: Chat Completions carries the whole request in the body.
+    ``path`` gives only the Azure OpenAI deployment it names; Chat Completions carries the rest in the body.
     """
     request = require_object(body, "the request body")
     _check_request(request)
@@ -116,7 +118,10 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         definitions,
         system_prompt="\n\n".join(instructions) if instructions else None,
         model=request.get("model"),
-        params=pick_params({**request, "tools.strict": _strict_tools(tools)}, _PARAMS),
+        params=pick_params(
+            {**request, "tools.strict": _strict_tools(tools), "path.deployment": azure_deployment(path)},
+            _PARAMS,
+        ),
     )
 
 

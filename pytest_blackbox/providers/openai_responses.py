@@ -23,6 +23,7 @@ from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDef
 from .common import (
     CallIds,
     arguments_text,
+    azure_deployment,
     final_answer,
     is_stream_request,
     join_text_blocks,
@@ -77,6 +78,7 @@ _PARAMS: Final = (
     ("top_logprobs", "topLogprobs"),
     ("truncation", "truncation"),
     ("tools.strict", "toolStrict"),
+    ("path.deployment", "azureDeployment"),
 )
 _SERVER_STATE: Final = (
     ("previous_response_id", "previous_response_id (a conversation kept by the provider)"),
@@ -109,7 +111,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
 
     ``stream`` and ``stream_options`` are not part of it, nor is ``store``: keeping a response on the
     server does not change the answer; only referring back to kept state does, and that is refused.
-    ``path`` is unused: the Responses API carries the whole request in the body.
+    ``path`` gives only the Azure OpenAI deployment it names; the Responses API carries the rest in the body.
     """
     request = require_object(body, "the request body")
     _check_request(request)
@@ -128,7 +130,9 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         [_tool(raw, index) for index, raw in enumerate(tools)],
         system_prompt="\n\n".join(instructions) if instructions else None,
         model=request.get("model"),
-        params=pick_params(_lifted_controls(request, tools), _PARAMS),
+        params=pick_params(
+            {**_lifted_controls(request, tools), "path.deployment": azure_deployment(path)}, _PARAMS
+        ),
     )
 
 

@@ -183,6 +183,7 @@ def test_offline_runs_get_placeholder_keys_only_where_none_is_set() -> None:
         "ANTHROPIC_API_KEY": "sk-ant-real",
         "OPENAI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
         "GEMINI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
+        "AZURE_OPENAI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
         "BLACKBOX_MODE": "replay",
         "BLACKBOX_LAUNCHED": "1",
         "PATH": "/bin",
