@@ -42,6 +42,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 __all__ = [
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -54,6 +55,8 @@ __all__ = [
 NAME: Final = "anthropic"
 #: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
 ROUTE: Final = r"/v1/messages$"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"messages.count_tokens": r"/v1/messages/count_tokens$"}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (

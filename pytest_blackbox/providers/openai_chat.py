@@ -43,6 +43,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 __all__ = [
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -55,6 +56,8 @@ __all__ = [
 NAME: Final = "openai_chat"
 #: Chat Completions, under any base URL (Azure deployments included).
 ROUTE: Final = r"/chat/completions$"
+#: The SDK's side calls of this API (not model calls): none.
+SIDE_ROUTES: Final[dict[str, str]] = {}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.

@@ -46,6 +46,7 @@ from .sse import encode_event, event_object, parse_events, pieces, stream_proble
 __all__ = [
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -58,6 +59,8 @@ __all__ = [
 NAME: Final = "openai_responses"
 #: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
 ROUTE: Final = r"/responses$"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"responses.input_tokens.count": r"/responses/input_tokens$"}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.

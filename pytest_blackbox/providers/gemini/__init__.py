@@ -38,6 +38,7 @@ __all__ = [
     "NAME",
     "PATH",
     "ROUTE",
+    "SIDE_ROUTES",
     "GeminiCall",
     "collect_stream",
     "error_body",
@@ -54,6 +55,8 @@ NAME: Final = "gemini"
 #: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
 #: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"models.count_tokens": r"/(?:models|tunedModels)/[^/:]+:countTokens$"}
 #: The same path, read: the model resource and the method.
 PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
 
