@@ -16,7 +16,7 @@ from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import parse_json, read_text
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
-from ..trace.payloads import outcome_of, terminal_outcome
+from ..trace.payloads import ToolRounds, outcome_of, terminal_outcome
 from ..trace.schema import validate_step, validate_top_level
 from ..trace.secrets import mask
 from ..trace.stream import NotStreamable, Step, stream_cassette
@@ -95,6 +95,8 @@ class VerifyReport:
     invariants: list[InvariantResult]
     first_failure: InvariantResult | None
     trace: Trace | None = field(default=None, repr=False, compare=False)
+    #: What passes the original Blackbox's invariants but a replay refuses (tool rounds that disagree).
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """``{pass, path?, invariants: [{name, status, detail, stepIndex?}], firstFailure?}``."""
@@ -104,6 +106,8 @@ class VerifyReport:
         data["invariants"] = [result.to_json() for result in self.invariants]
         if self.first_failure is not None:
             data["firstFailure"] = self.first_failure.to_json()
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
 
 
@@ -163,6 +167,7 @@ class _Checks:
         self.chain = ChainCheck(path)
         self.neutrality = NeutralityScanner(keys, text=text)
         self.early_success: int | None = None
+        self.rounds = ToolRounds()
         self.last: Any = None
 
     def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
@@ -184,6 +189,7 @@ class _Checks:
             return  # that failure is the report: the later invariants are not looked at
         self.chain_failure = self._step_chain(position, step, exact_numbers)
         self.neutrality.step(position, step, self.chain.hashed)
+        self.rounds.step(position, step)
         if self.early_success is None and self.last is not None and _is_success_marker(self.last):
             self.early_success = position - 1
         self.last = step
@@ -214,6 +220,11 @@ class _Checks:
         if self.steps is not None and isinstance(doc.get("steps"), list):
             doc["steps"] = self.steps
         return cast(Trace, doc)
+
+    def warnings(self) -> tuple[str, ...]:
+        """Why a replay would refuse a file that passes: its tool rounds disagree with their model output."""
+        message = self.rounds.message
+        return () if message is None else (f"{message} (a replay refuses this cassette)",)
 
     def results(self) -> list[InvariantResult]:
         """The verdicts in invariant order, up to and including the first failure."""
@@ -311,8 +322,10 @@ def verify_trace(
     keys = [key for key in api_keys if isinstance(key, str)]
     path = _path_of(source)
     trace: Any = None
+    warnings: tuple[str, ...] = ()
     if isinstance(source, dict):
-        results = _check_document(source, None, keys, None).results()
+        checks = _check_document(source, None, keys, None)
+        results, warnings = checks.results(), checks.warnings()
         trace = source
     elif path is None:
         detail = f"expected a trace or a cassette path, not {type(source).__name__}"
@@ -320,7 +333,7 @@ def verify_trace(
     else:
         try:
             checks, trace = _check_file(path, keys, keep_trace)
-            results = checks.results()
+            results, warnings = checks.results(), checks.warnings()
         except CassetteError as exc:
             results = [InvariantResult("schema_version", "fail", mask(str(exc), keys))]
     failure = results[-1] if results[-1].status == "fail" else None
@@ -328,7 +341,7 @@ def verify_trace(
     skip_reason = "skipped (load failed)" if unreadable else "skipped"
     for name in INVARIANTS[len(results) :]:
         results.append(InvariantResult(name, "skip", skip_reason))
-    return VerifyReport(failure is None, path, results, failure, None if unreadable else trace)
+    return VerifyReport(failure is None, path, results, failure, None if unreadable else trace, warnings)
 
 
 _GREEN, _RED, _DIM, _RESET = "\033[32m", "\033[31m", "\033[2m", "\033[0m"
@@ -363,4 +376,5 @@ def render_verify_report(report: VerifyReport, color: bool = False) -> str:
         if failure.step_index is not None:
             lines.append(f"  at:        step {failure.step_index}")
         lines += [f"  detail:    {failure.detail}", f"  action:    {ACTIONS[failure.name]}"]
+    lines += [f"Warning: {warning}" for warning in report.warnings]
     return "\n".join(lines)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
     from .keys import KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, environment_keys, set_placeholder_keys
     from .launched import LAUNCHED_VAR, write_report
     from .mcp import MCPClient, mcp_client
+    from .observed import AgentRun
     from .options import SESSION_ENV_VARS, SessionOptions, resolve_options
     from .rules import RULE_VALIDATORS, Secrets
     from .session import Session, blackbox
+    from .tools import same_json
     from .wire import WireCall, refusal
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "OFFLINE_PLACEHOLDER_KEY",
     "RULE_VALIDATORS",
     "SESSION_ENV_VARS",
+    "AgentRun",
     "ChildWatch",
     "MCPClient",
     "RunReport",
@@ -55,6 +58,7 @@ __all__ = [
     "read_fork_set",
     "refusal",
     "resolve_options",
+    "same_json",
     "set_placeholder_keys",
     "to_json_value",
     "write_report",
@@ -82,6 +86,7 @@ _LAZY = {
     "write_report": "launched",
     "MCPClient": "mcp",
     "mcp_client": "mcp",
+    "AgentRun": "observed",
     "SESSION_ENV_VARS": "options",
     "SessionOptions": "options",
     "resolve_options": "options",
@@ -89,6 +94,7 @@ _LAZY = {
     "Secrets": "rules",
     "Session": "session",
     "blackbox": "session",
+    "same_json": "tools",
     "WireCall": "wire",
     "refusal": "wire",
 }

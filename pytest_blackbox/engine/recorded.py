@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RecordedToolError
+from ..trace.errors import CassetteError
 from ..trace.model import Trace, TraceStep
+from ..trace.payloads import ToolRounds
 from .concurrency import AnswerIndex
 
 __all__ = ["RecordedPair", "RecordedRun", "RecordedTurn"]
@@ -80,6 +82,13 @@ class RecordedRun:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.steps = trace["steps"]
+        refused = ToolRounds.of(self.steps).problem
+        if refused is not None:
+            raise CassetteError(
+                f"step {refused[0]}: {refused[1]}; this cassette's tool rounds disagree with its model "
+                "output, so it cannot be replayed (record it again)",
+                step_index=refused[0],
+            )
         last = self.steps[-1] if self.steps else None
         #: The terminal ``metadata`` step (the recorded outcome), if the run has one.
         self.terminal = last if last is not None and last["type"] == "metadata" else None

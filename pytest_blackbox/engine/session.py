@@ -58,6 +58,7 @@ from .wire import (
     reaches_allowed_host,
     refusal,
     refuse_placeholder,
+    side_call_error,
     warn_unreplayable,
 )
 
@@ -286,7 +287,11 @@ class Session:
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         """Not a model call: sent to loopback or an allowed host; otherwise recorded runs warn (a replay
-        could not send it) and offline runs refuse it."""
+        could not send it) and offline runs refuse it. An SDK side call is refused outside wrapped tools."""
+        side = side_call_error(self.options.mode, request, self._mask)
+        if side is not None and not (self.mode == "record" and inside_tool(self._token)):
+            self._refuse_call(side)  # kept, unless the run already ended
+            raise side
         if reaches_allowed_host(request, self.options.allowed_hosts):
             return Forward()
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):

@@ -135,6 +135,26 @@ def offline_error(mode: str, request: OtherRequest, mask: Callable[[str], str]) 
     )
 
 
+def side_call_error(
+    mode: str, request: OtherRequest, mask: Callable[[str], str]
+) -> BlackboxUnsupportedError | None:
+    """The refusal of an SDK side call (``messages.count_tokens``), or ``None`` when it is not one.
+
+    A side call reaches the provider's API but is not a model call, so a cassette cannot hold it: a
+    recording refuses it rather than send it unrecorded, and a replay refuses it rather than reach a
+    server (even on loopback). Inside a wrapped tool it is the tool's business: recorded as its result.
+    """
+    method = providers.side_call_of(urlsplit(request.url).path)
+    if method is None:
+        return None
+    return BlackboxUnsupportedError(
+        f"{mode} mode: {_shown(request, mask)} is the SDK side call {method}, not a model call: a cassette "
+        "cannot hold it, so it is never sent unrecorded nor answered in a replay. Make it inside a "
+        "wrapped tool (blackbox.tool): the recording keeps its result and a replay returns it without "
+        "calling the provider"
+    )
+
+
 def warn_unreplayable(request: OtherRequest, mask: Callable[[str], str]) -> None:
     """A request that is not a model call, sent while recording outside every wrapped tool: a replay
     will refuse it, so say so now (once per request line; a warnings filter silences it)."""

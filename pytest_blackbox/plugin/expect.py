@@ -12,8 +12,7 @@ import json
 from typing import Any, Final
 
 from ..analysis.assertions import CheckResult, check_final_answer, check_status, check_tools
-from ..engine.observed import AgentRun
-from ..engine.tools import same_json
+from ..engine import AgentRun, same_json
 
 #: ``input=`` left out: any input will do.
 ANY_INPUT: Final[Any] = object()

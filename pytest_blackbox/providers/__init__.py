@@ -21,11 +21,13 @@ from .sse import SSE_HEADERS
 __all__ = [
     "PROVIDERS",
     "ROUTES",
+    "SIDE_ROUTES",
     "SSE_HEADERS",
     "CallIds",
     "Provider",
     "provider_for_call",
     "provider_for_path",
+    "side_call_of",
 ]
 
 
@@ -52,6 +54,11 @@ class Provider(Protocol):
 
         Path suffixes, not hosts: base URLs, gateways, proxies and Azure endpoints all end in these.
         """
+        ...
+
+    @property
+    def SIDE_ROUTES(self) -> dict[str, str]:
+        """SDK method → path pattern of its side calls (token counting), searched like ``ROUTE``."""
         ...
 
     def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
@@ -107,6 +114,19 @@ PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in
 
 #: Route name → path pattern: what the interception layer answers as a model call.
 ROUTES: Final[dict[str, str]] = {provider.NAME: provider.ROUTE for provider in _MODULES}
+
+
+#: SDK method → path pattern of the side calls (token counting): requests to a provider's API that are
+#: not model calls, so a cassette cannot hold them; a session refuses them outside wrapped tools.
+SIDE_ROUTES: Final[dict[str, str]] = {
+    method: pattern for provider in _MODULES for method, pattern in provider.SIDE_ROUTES.items()
+}
+
+
+def side_call_of(path: str) -> str | None:
+    """The SDK method a request path is a side call of (``messages.count_tokens``), else ``None``."""
+    route = path.split("?", 1)[0]
+    return next((method for method, pattern in SIDE_ROUTES.items() if re.search(pattern, route)), None)
 
 
 def provider_for_path(path: str) -> Provider | None:

@@ -43,6 +43,7 @@ __all__ = [
     "HISTORY",
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -57,6 +58,8 @@ NAME: Final = "anthropic"
 ROUTE: Final = r"/v1/messages$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "messages"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"messages.count_tokens": r"/v1/messages/count_tokens$"}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (

@@ -45,6 +45,7 @@ __all__ = [
     "HISTORY",
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -59,6 +60,8 @@ NAME: Final = "openai_chat"
 ROUTE: Final = r"/chat/completions$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "messages"
+#: The SDK's side calls of this API (not model calls): none.
+SIDE_ROUTES: Final[dict[str, str]] = {}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.

@@ -48,6 +48,7 @@ __all__ = [
     "HISTORY",
     "NAME",
     "ROUTE",
+    "SIDE_ROUTES",
     "collect_stream",
     "error_body",
     "is_stream_request",
@@ -62,6 +63,8 @@ NAME: Final = "openai_responses"
 ROUTE: Final = r"/responses$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "input"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"responses.input_tokens.count": r"/responses/input_tokens$"}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.

@@ -137,3 +137,71 @@ def tool_call_sequence(trace: Trace) -> list[str]:
             name = step["payload"].get("toolName")
             names.append(name if isinstance(name, str) else "unknown")
     return names
+
+
+class ToolRounds:
+    """Checks, one step at a time, that each tool round agrees with the ``model_output`` that opened it.
+
+    A round is the tool steps after a model output (or before the first model call). A recording
+    never writes a ``tool_result`` before its ``tool_call``, a call the output announced under
+    another tool name, or a fresh id for a tool the output announced and nothing claimed; a rehashed
+    edit can. Verify keeps the original Blackbox's verdict on such a file and warns; a replay refuses
+    it before the agent runs. See docs/cassette-format.md#tool-rounds.
+    """
+
+    def __init__(self) -> None:
+        #: The first disagreement: its step index and what is wrong.
+        self.problem: tuple[int, str] | None = None
+        self._announced: dict[str, tuple[str, int]] = {}
+        self._opened: set[str] = set()
+
+    def step(self, position: int, step: Any) -> None:
+        """Check the step at ``position`` (after the first problem, nothing more is checked)."""
+        if self.problem is not None or not isinstance(step, dict):
+            return
+        kind, payload = step.get("type"), step.get("payload")
+        payload = payload if isinstance(payload, dict) else {}
+        if kind in ("model_input", "model_output"):
+            refs = tool_calls_of(payload) if kind == "model_output" else []
+            self._announced = {ref["toolCallId"]: (ref["toolName"], position) for ref in refs}
+            self._opened = set()
+            return
+        call_id = str(payload.get("toolCallId", ""))
+        if kind == "tool_result" and call_id not in self._opened:
+            self.problem = (position, f"its tool_result {call_id} comes before any tool_call {call_id}")
+        elif kind == "tool_call":
+            problem = self._call_problem(call_id, str(payload.get("toolName", "")))
+            self.problem = None if problem is None else (position, problem)
+
+    def _call_problem(self, call_id: str, name: str) -> str | None:
+        self._opened.add(call_id)
+        if call_id in self._announced:
+            wanted, at = self._announced[call_id]
+            if wanted == name:
+                return None
+            return (
+                f"its tool_call {call_id} is named {name}, "
+                f"but the model_output at step {at} announced {wanted}"
+            )
+        for other, (wanted, at) in self._announced.items():
+            if wanted == name and other not in self._opened:
+                return (
+                    f"its tool_call {name} has toolCallId {call_id}, "
+                    f"but the model_output at step {at} announced {other}"
+                )
+        return None
+
+    @property
+    def message(self) -> str | None:
+        """``step 3: its tool_result call-1 comes before …`` (``None`` when every round agrees)."""
+        if self.problem is None:
+            return None
+        return f"step {self.problem[0]}: {self.problem[1]}"
+
+    @classmethod
+    def of(cls, steps: list[Any]) -> ToolRounds:
+        """The check run over every step of a trace."""
+        rounds = cls()
+        for position, step in enumerate(steps):
+            rounds.step(position, step)
+        return rounds

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -243,23 +244,19 @@ def test_a_failed_call_nothing_retried_refuses_the_cassette(
 def test_a_request_that_is_not_a_model_call_is_warned_about_while_recording(
     flavor: tuple[str, bool], tmp_path: Path
 ) -> None:
-    """``messages.count_tokens`` / ``models.list`` to a remote host: sent while recording, refused in a
+    """``models.list`` to a remote host: sent while recording, refused in a
     replay (no warning for loopback, which a replay sends on)."""
     sdk, is_async = flavor
     session = blackbox(mode="record", out=tmp_path / "run.json")
     api = remote_client(sdk, is_async)
 
     async def other_call() -> Any:
-        if sdk == "anthropic":
-            messages = [{"role": "user", "content": "hi"}]
-            return await settle(api.messages.count_tokens(model=MODELS[sdk], messages=messages))
         return await settle(api.models.list())
 
     with pytest.warns(UnreplayableWarning) as warned:
         asyncio.run(other_call())
-    method, path = ("POST", "/v1/messages/count_tokens") if sdk == "anthropic" else ("GET", "/v1/models")
     assert [str(w.message) for w in warned] == [
-        f"record mode: {method} {REMOTE}{path} is not a model call, so a replay cannot "
+        f"record mode: GET {REMOTE}/v1/models is not a model call, so a replay cannot "
         "answer it (it would need the network, and is refused there). Make it inside a wrapped tool (a "
         "replay returns the tool's recorded result without running it), or skip it when the session "
         "replays."
@@ -274,3 +271,53 @@ def test_a_request_that_is_not_a_model_call_is_warned_about_while_recording(
         asyncio.run(settle(counted()))  # inside a wrapped tool: a replay never sends it
     session.finish()
     assert [s["type"] for s in load_trace(tmp_path / "run.json")["steps"]] == ["tool_call", "tool_result"]
+
+
+def side_call_refusal(mode: str, fake: FakeProvider) -> str:
+    return (
+        f"{mode} mode: POST {fake.anthropic_base_url}/v1/messages/count_tokens is the SDK side call "
+        "messages.count_tokens, not a model call: a cassette cannot hold it, so it is never sent unrecorded "
+        "nor answered in a replay. Make it inside a wrapped tool (blackbox.tool): the recording keeps its "
+        "result and a replay returns it without calling the provider"
+    )
+
+
+def count_tokens(api: Any) -> Any:
+    """``messages.count_tokens``, awaited when the client is async."""
+    messages = [{"role": "user", "content": "hi"}]
+    return asyncio.run(settle(api.messages.count_tokens(model=MODELS["anthropic"], messages=messages)))
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_an_sdk_side_call_is_refused_while_recording_and_never_sent(
+    fake_provider: FakeProvider, tmp_path: Path, is_async: bool, provider_keys: pytest.MonkeyPatch
+) -> None:
+    session = blackbox(mode="record", out=tmp_path / "run.json")
+    with pytest.raises(anthropic.APIError):
+        count_tokens(client("anthropic", is_async, fake_provider))
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        session.finish()
+    assert str(caught.value) == side_call_refusal("record", fake_provider)
+    assert fake_provider.requests == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("flavor", [("anthropic", False), ("anthropic", True)], indirect=True)
+def test_an_sdk_side_call_is_refused_in_a_replay_without_reaching_a_server(
+    recorded: tuple[Path, Any, str],
+    fake_provider: FakeProvider,
+    flavor: tuple[str, bool],
+    offline: Callable[[], list[str]],
+) -> None:
+    """The fake provider is on loopback, which a replay lets through: a side call is refused all the same."""
+    path, _, _ = recorded
+    seen = len(fake_provider.requests)
+    attempts = offline()
+    session = blackbox(mode="replay", cassette=path)
+    with pytest.raises(anthropic.APIError):
+        count_tokens(client("anthropic", flavor[1], fake_provider))
+    with pytest.raises(BlackboxUnsupportedError) as caught:
+        session.finish()
+    assert str(caught.value) == side_call_refusal("replay", fake_provider)
+    assert len(fake_provider.requests) == seen
+    assert attempts == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
+from tests.analysis.conftest import rechain
 
 from .conftest import ANSWERS, Suite, exact, summary
 
@@ -376,3 +378,32 @@ def test_a_refused_recording_says_not_written_once(sync_suite: Suite) -> None:
     )
     assert result.stdout.str().count("not written: the test failed") == 1
     result.stdout.fnmatch_lines([exact(summary(not_written=1))])
+
+
+def test_a_rehashed_cassette_whose_tool_round_disagrees_is_refused_before_the_agent_runs(
+    suite: Suite,
+) -> None:
+    _recorded(suite)
+    path = suite.cassette()
+    trace = copy.deepcopy(load_trace(path))
+    for step in trace["steps"]:
+        if step["type"] in ("tool_call", "tool_result"):
+            step["payload"]["toolCallId"] = "call-9"
+    save_trace(rechain(trace), path)
+    result = suite.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            exact(line)
+            for line in [
+                "blackbox: step 2: its tool_call get_weather has toolCallId call-9, but the model_output at "
+                "step 1 announced call-0; this cassette's tool rounds disagree with its model output, so it "
+                "cannot be replayed (record it again)",
+                "cassette: cassettes/test_weather/test_weather.json",
+                "re-record: pytest test_weather.py::test_weather --record-mode=all",
+                summary(invalid=1),
+            ]
+        ],
+        consecutive=True,
+    )
+    assert "Traceback" not in result.stdout.str()

@@ -39,6 +39,7 @@ __all__ = [
     "NAME",
     "PATH",
     "ROUTE",
+    "SIDE_ROUTES",
     "GeminiCall",
     "collect_stream",
     "error_body",
@@ -57,6 +58,8 @@ NAME: Final = "gemini"
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "contents"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"models.count_tokens": r"/(?:models|tunedModels)/[^/:]+:countTokens$"}
 #: The same path, read: the model resource and the method.
 PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
 
