@@ -75,7 +75,7 @@ def _chunk(
     parts: list[dict[str, Any]], recorded: ReplayOutput, model: str | None, output_index: int, *, last: bool
 ) -> dict[str, Any]:
     """A response (or one streamed chunk of it); an empty answer has content without parts."""
-    content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
+    content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {}  # as a blocked answer has
     candidate: dict[str, Any] = {"content": content}
     if last:
         candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
