@@ -869,7 +869,7 @@ def test_an_empty_answer_streams_one_chunk() -> None:
         {"type": "final_answer", "text": ""}, output_index=1, model="m", timestamp=0
     )
     assert [c["candidates"][0] for c in chunks_of(events)] == [
-        {"content": {}, "finishReason": "STOP", "index": 0}
+        {"content": {"role": "model"}, "finishReason": "STOP", "index": 0}
     ]
 
 

@@ -75,7 +75,9 @@ def _chunk(
     parts: list[dict[str, Any]], recorded: ReplayOutput, model: str | None, output_index: int, *, last: bool
 ) -> dict[str, Any]:
     """A response (or one streamed chunk of it); an empty answer has content without parts."""
-    content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {}  # as a blocked answer has
+    content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
+    if not parts and recorded.stop == "refusal":
+        content = {}  # the API's SAFETY-blocked candidate carries an empty content, without a role
     candidate: dict[str, Any] = {"content": content}
     if last:
         candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
