@@ -322,7 +322,6 @@ def synthesize_response(
                 "id": call["toolCallId"],
                 "name": call["toolName"],
                 "input": call["toolInput"],
-                "caller": {"type": "direct"},
             }
         )
     return {

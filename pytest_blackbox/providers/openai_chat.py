@@ -407,6 +407,7 @@ def synthesize_response(
         "role": "assistant",
         "content": content,
         "refusal": recorded.text if refused else None,
+        "annotations": [],  # the Chat API sends an empty list for a message without citations
     }
     if recorded.has_calls:
         message["tool_calls"] = [

@@ -50,7 +50,6 @@ def tool_use(provider_id: str, name: str, tool_input: Any) -> dict[str, Any]:
         "id": provider_id,
         "name": name,
         "input": tool_input,
-        "caller": {"type": "direct"},
     }
 
 
@@ -588,7 +587,6 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
                     "id": "call-0",
                     "name": "weather",
                     "input": {"city": "Paris"},
-                    "caller": {"type": "direct"},
                 },
             ],
             "stop_reason": "tool_use",

@@ -687,6 +687,7 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
                         "role": "assistant",
                         "content": None,
                         "refusal": None,
+                        "annotations": [],
                         "tool_calls": [
                             {
                                 "id": "call-0",

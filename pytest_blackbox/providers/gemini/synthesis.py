@@ -76,6 +76,8 @@ def _chunk(
 ) -> dict[str, Any]:
     """A response (or one streamed chunk of it); an empty answer has content without parts."""
     content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
+    if not parts and recorded.stop == "refusal":
+        content = {}  # the API's SAFETY-blocked candidate carries an empty content, without a role
     candidate: dict[str, Any] = {"content": content}
     if last:
         candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
