@@ -182,6 +182,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "ANTHROPIC_API_KEY": "blackbox-offline-placeholder",
         "OPENAI_API_KEY": "blackbox-offline-placeholder",
         "GEMINI_API_KEY": "blackbox-offline-placeholder",
+        "AZURE_OPENAI_API_KEY": "blackbox-offline-placeholder",
     }
 
 
