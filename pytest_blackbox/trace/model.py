@@ -69,9 +69,16 @@ class _ToolDefinitionFields(TypedDict):
 
 
 class ToolDefinition(_ToolDefinitionFields, total=False):
-    """A tool the model may call; ``inputSchema`` only when the request gave an object."""
+    """A tool the model may call; ``inputSchema`` only when the request gave an object.
+
+    A provider-defined tool (a provider-run one such as web search, or a typed client tool such as
+    Anthropic's memory tool) names its provider type in ``builtin`` and keeps its other fields in
+    ``settings``.
+    """
 
     inputSchema: Any
+    builtin: str
+    settings: dict[str, Any]
 
 
 class Message(TypedDict):
@@ -104,9 +111,10 @@ class _FinalAnswerFields(TypedDict):
 
 
 class FinalAnswer(_FinalAnswerFields, total=False):
-    """A ``model_output`` that ends the model's turn with text."""
+    """A ``model_output`` that ends the model's turn with text; ``content`` keeps its parts in order."""
 
     stop: Stop
+    content: list[dict[str, Any]]
 
 
 class _ToolCallsFields(TypedDict):
@@ -119,6 +127,7 @@ class ToolCallsOutput(_ToolCallsFields, total=False):
 
     text: str
     stop: Literal["length"]
+    content: list[dict[str, Any]]
 
 
 class SingleToolCall(TypedDict):
