@@ -84,6 +84,7 @@ _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     "tool_use": None,
     "max_tokens": "length",
     "refusal": "refusal",
+    "pause_turn": "pause",
 }
 
 
@@ -255,8 +256,6 @@ def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
         unsupported(
             "a refusal together with tool calls", "a replay returns a refusal as text alone", "stop_reason"
         )
-    if reason == "pause_turn":
-        unsupported("stop_reason pause_turn (server tools)", "use client-executed tools", "stop_reason")
     if reason == "stop_sequence":
         unsupported(
             "stop_reason stop_sequence",
@@ -316,8 +315,8 @@ def synthesize_response(
 def _stop_reason(stop: str | None, *, has_calls: bool) -> str:
     if stop == "length":
         return "max_tokens"
-    if stop == "refusal":
-        return "refusal"
+    if stop in ("refusal", "pause"):
+        return "refusal" if stop == "refusal" else "pause_turn"
     return "tool_use" if has_calls else "end_turn"
 
 

@@ -452,7 +452,7 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text")
         if not isinstance(text, str):
             _bad_output("is a final_answer without a string text")
-        return _replay_output(output, [], text, _stop(output, ("length", "refusal")))
+        return _replay_output(output, [], text, _stop(output, ("length", "refusal", "pause")))
     if kind == "tool_call":
         return _replay_output(output, [_call(output)], "", None)
     if kind == "tool_calls":

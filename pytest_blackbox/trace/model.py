@@ -101,8 +101,9 @@ class ModelInput(_ModelInputFields, total=False):
     params: dict[str, Any]
 
 
-#: Why a model output stopped, when it is not the ordinary end of its turn.
-Stop = Literal["length", "refusal"]
+#: Why a model output stopped, when it is not the ordinary end of its turn (``pause``: the provider
+#: paused a long turn of provider-run tools, and the agent sends it back to go on).
+Stop = Literal["length", "refusal", "pause"]
 
 
 class _FinalAnswerFields(TypedDict):

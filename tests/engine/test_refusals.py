@@ -14,7 +14,12 @@ from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests import TEST_KEYS
 from tests.agents.travel import WEATHER, ToolBox, run_agent, script
 
-STRICT_TOOL = {"name": "lookup", "description": "Looks up.", "input_schema": {"type": "object"}, "strict": True}
+STRICT_TOOL = {
+    "name": "lookup",
+    "description": "Looks up.",
+    "input_schema": {"type": "object"},
+    "strict": True,
+}
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "anthropic": ({"extra_tools": [STRICT_TOOL]}, "strict: true on a tool is not supported yet"),
     "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),

@@ -473,12 +473,6 @@ def test_null_citations_stop_details_and_container_are_accepted() -> None:
 
 RESPONSE_REFUSALS = [
     pytest.param(
-        response([text("x")], "pause_turn"),
-        "stop_reason pause_turn (server tools)",
-        "(stop_reason)",
-        id="pause-turn",
-    ),
-    pytest.param(
         response([text("A")], "stop_sequence", stop_sequence="END"),
         "stop_reason stop_sequence",
         "(stop_reason)",
