@@ -54,6 +54,8 @@ def block_of(block: dict[str, Any], at: str, side: str) -> Block | None:
 
 
 def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
+    if kind != "tool_use":
+        _known_fields(block, kind, ("type", "id", "name", "input", _MCP_SERVER, "cache_control"), at)
     name = require_str(block.get("name"), f"{at}.name", side)
     provider_id = require_str(block.get("id"), f"{at}.id", side)
     tool_input = json_copy({} if block.get("input") is None else block["input"])
@@ -68,10 +70,19 @@ def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
 def _result(block: dict[str, Any], kind: str, at: str) -> Any:
     if kind == "mcp_tool_result":
         return {"isError": block.get("is_error") is True, "content": json_copy(block.get("content"))}
-    for field in block:
-        if field not in ("type", "tool_use_id", "content", "cache_control"):
-            unsupported(f"the field {label(field)} of a {kind} block", "it is not recorded", at)
+    _known_fields(block, kind, ("type", "tool_use_id", "content", "cache_control"), at)
     return json_copy(block.get("content"))
+
+
+def _known_fields(block: dict[str, Any], kind: str, known: tuple[str, ...], at: str) -> None:
+    """Refuse a field of a provider-run tool's block that is not recorded (``null`` means absent)."""
+    for field, value in block.items():
+        if field not in known and value is not None:
+            unsupported(
+                f"the field {label(field)} of a {label(kind)} block",
+                "it is not recorded in this version, so a replay could not give it back",
+                f"{at}.{field}",
+            )
 
 
 def neutral_parts(blocks: list[Block], ids: CallIds, at: str) -> list[dict[str, Any]]:

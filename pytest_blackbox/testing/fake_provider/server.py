@@ -10,7 +10,7 @@ import gzip as gzip_module
 import threading
 import zlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -149,6 +149,16 @@ class FakeProvider:
     ) -> None:
         """An Anthropic Messages answer (``POST /v1/messages``), streamed when the request asks for it."""
         self._push(anthropic.script(self._ids, text, calls, gzip=gzip), anthropic.PROTOCOL, said(text, calls))
+
+    def queue_anthropic_content(
+        self, blocks: Sequence[Mapping[str, Any]], *, stop_reason: str = "end_turn", gzip: bool = False
+    ) -> None:
+        """An Anthropic Messages answer whose ``content`` is ``blocks`` as given: several text blocks,
+        text after a call, server tools and their results, text with citations."""
+        calls = [(b["name"], b["input"]) for b in blocks if b.get("type") == "tool_use"]
+        text = "".join(b["text"] for b in blocks if b.get("type") == "text") or None
+        script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip)
+        self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_openai_text(self, text: str, *, gzip: bool = False) -> None:
         self.queue_openai_tool_calls([], text=text, gzip=gzip)
