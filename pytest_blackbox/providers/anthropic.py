@@ -71,6 +71,8 @@ _PARAMS: Final = (
     ("stop_sequences", "stop"),
     ("output_config", "outputConfig"),
     ("thinking", "thinking"),
+    ("context_management", "contextManagement"),
+    ("mcp_servers", "mcpServers"),
 )
 _BLOCKS_ADVICE: Final = "only text, tool_use and tool_result blocks can be recorded in this version"
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
@@ -407,6 +409,9 @@ class _MessageCollector:
             block["signature"] = delta.get("signature")
         elif kind == "citations_delta":
             block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+        elif kind == "compaction_delta":
+            block["content"] = delta.get("content")
+            block["encrypted_content"] = delta.get("encrypted_content")
         else:
             stream_problem(f"has a {label(kind)} delta that Blackbox does not know (event {position})")
 
@@ -462,6 +467,10 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
         opening: dict[str, Any] = {"type": "text", "text": "", "citations": [] if citations else None}
         deltas += [{"type": "citations_delta", "citation": citation} for citation in citations]
         deltas += [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+    elif block["type"] == "compaction":
+        opening = {key: value for key, value in block.items() if key not in ("content", "encrypted_content")}
+        summary = {key: block.get(key) for key in ("content", "encrypted_content")}
+        deltas = [{"type": "compaction_delta", **summary}]
     elif "input" in block:
         opening = {**block, "input": {}}
         json_text = js_stringify(block["input"])

@@ -4,7 +4,8 @@ One reading for a response's ``content`` and an assistant turn in the history, s
 gave back normalizes exactly as the recorded one did; one writing for the blocks a replay returns.
 Provider-run tools (``server_tool_use`` and the ``…_tool_result`` block answering it, the MCP
 connector's ``mcp_tool_use`` / ``mcp_tool_result``) become ``server_tool_use`` / ``server_tool_result``
-parts under ``server-N`` ids. See docs/providers.md#anthropic-messages.
+parts under ``server-N`` ids; a ``compaction`` block a ``compaction``
+part with its fields in camelCase. See docs/providers.md#anthropic-messages.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .common import CallIds, json_copy, label, require_object, require_str, unsupported
-from .content import citations_of, server_result, server_use, text_part, wire_fields
+from .content import citations_of, neutral_fields, server_result, server_use, text_part, wire_fields
 
 __all__ = ["DROPPED", "Block", "block_of", "neutral_parts", "wire_block"]
 
@@ -26,7 +27,7 @@ _RESULT_TYPES: Final = {
 }
 _MCP_SERVER: Final = "server_name"
 _BLOCKS_ADVICE: Final = (
-    "only text, tool_use, server tool and MCP connector blocks can be recorded in a response in this version"
+    "only text, tool_use, server tool, MCP connector and compaction blocks can be recorded in this version"
 )
 
 #: One block read but not yet given neutral ids: (part with the provider id, provider id).
@@ -45,6 +46,9 @@ def block_of(block: dict[str, Any], at: str, side: str) -> Block | None:
         text = require_str(block.get("text"), f"{at}.text", side)
         citations = citations_of(block.get("citations"), f"{at}.citations", side)
         return (text_part(text, citations), None) if text or citations else None
+    if kind == "compaction":
+        fields = {key: value for key, value in block.items() if key not in ("type", "cache_control")}
+        return {"type": "compaction", "content": neutral_fields(fields, at)}, None
     if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
         return _use(block, kind, at, side)
     if isinstance(kind, str) and kind.endswith(_RESULT_SUFFIX):
@@ -125,6 +129,8 @@ def wire_block(part: dict[str, Any]) -> dict[str, Any]:
     if kind == "text":
         citations = [wire_fields(citation) for citation in part.get("citations") or []]
         return {"type": "text", "text": part["text"], "citations": citations or None}
+    if kind == "compaction":
+        return {"type": "compaction", **wire_fields(part["content"])}
     if kind == "tool_use":
         return {
             "type": "tool_use",

@@ -62,7 +62,7 @@ _SAFE_INT: Final = 9007199254740992
 _CALL_ID = re.compile(r"call-(\d+)")
 _SERVER_ID = re.compile(r"server-(\d+)")
 #: The parts a model output's ordered ``content`` may hold (docs/cassette-format.md).
-OUTPUT_PARTS: Final = ("text", "tool_use", "server_tool_use", "server_tool_result")
+OUTPUT_PARTS: Final = ("text", "tool_use", "server_tool_use", "server_tool_result", "compaction")
 _LABEL_LIMIT: Final = 60
 N = TypeVar("N")
 _AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
@@ -492,6 +492,9 @@ def _output_part(part: Any) -> dict[str, Any]:
     if part["type"] == "text":
         if not isinstance(part.get("text"), str):
             _bad_output("has a text part without a string text")
+    elif part["type"] == "compaction":
+        if not isinstance(part.get("content"), dict):
+            _bad_output("has a compaction part without an object content")
     elif not isinstance(part.get("toolCallId"), str) or not isinstance(part.get("toolName"), str):
         _bad_output(f"has a {part['type']} part without a string toolCallId and toolName")
     copied: dict[str, Any] = json_copy(part)
