@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from ..trace.model import ModelOutput, Stop, ToolCallRef, ToolDefinition
+from ..trace.model import FinalAnswer, Stop, ToolCallRef, ToolCallsOutput, ToolDefinition
 from .common import final_answer, json_copy, label, malformed, require_object, tool_calls_output, unsupported
 
 __all__ = [
@@ -49,7 +49,7 @@ def server_result(call_id: str, name: str, result: Any) -> dict[str, Any]:
     return {"type": "server_tool_result", "toolCallId": call_id, "toolName": name, "result": result}
 
 
-def ordered_output(parts: list[dict[str, Any]], stop: Stop | None) -> ModelOutput:
+def ordered_output(parts: list[dict[str, Any]], stop: Stop | None) -> FinalAnswer | ToolCallsOutput:
     """The ``model_output`` for a response's parts in order (empty text parts already left out).
 
     ``text`` joins the text parts and ``calls`` holds the ``tool_use`` parts, as every reader expects;
