@@ -19,6 +19,9 @@ from .common import final_answer, json_copy, label, malformed, require_object, t
 __all__ = [
     "builtin_tool",
     "citations_of",
+    "nested_citations_of",
+    "nested_wire",
+    "neutral_fields",
     "ordered_output",
     "server_result",
     "server_use",
@@ -92,6 +95,40 @@ def citations_of(raw: Any, at: str, side: str = "response") -> list[dict[str, An
         malformed(at, "a list of citations", side)
     return [
         neutral_fields(require_object(item, f"{at}[{i}]", side), f"{at}[{i}]") for i, item in enumerate(raw)
+    ]
+
+
+def nested_citations_of(raw: Any, at: str) -> list[dict[str, Any]] | None:
+    """OpenAI Chat annotations (``{"type": "url_citation", "url_citation": {…}}``) as neutral citations,
+    their inner fields lifted next to ``type``; ``None`` when there are none."""
+    if raw is None or raw == []:
+        return None
+    if not isinstance(raw, list):
+        malformed(at, "a list of annotations", "response")
+    citations = []
+    for index, item in enumerate(raw):
+        where = f"{at}[{index}]"
+        annotation = require_object(item, where, "response")
+        kind = annotation.get("type")
+        if not isinstance(kind, str) or set(annotation) != {"type", kind}:
+            unsupported(
+                f"an annotation of type {label(kind)}",
+                "only url_citation-like annotations are recorded",
+                where,
+            )
+        inner = require_object(annotation[kind], f"{where}.{kind}", "response")
+        citations.append({"type": kind, **neutral_fields(inner, f"{where}.{kind}")})
+    return citations
+
+
+def nested_wire(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The OpenAI Chat annotations neutral citations (:func:`nested_citations_of`) were made from."""
+    return [
+        {
+            "type": citation["type"],
+            citation["type"]: wire_fields({k: v for k, v in citation.items() if k != "type"}),
+        }
+        for citation in citations
     ]
 
 

@@ -693,7 +693,11 @@ def test_a_chat_stream_without_done_is_still_whole_once_it_has_a_finish_reason()
     ("delta", "extra", "refused_at"),
     [
         ({"content": "x"}, {"logprobs": {"content": [{"token": "x"}]}}, "(choices[0].logprobs)"),
-        ({"content": "x", "annotations": [{"type": "url_citation"}]}, {}, "(choices[0].message.annotations)"),
+        (
+            {"content": "x", "annotations": [{"type": "url_citation"}]},
+            {},
+            "(choices[0].message.annotations[0])",
+        ),
         ({"function_call": {"name": "f", "arguments": ""}}, {}, "(choices[0].message.function_call)"),
     ],
     ids=["logprobs", "annotations", "legacy-function-call"],

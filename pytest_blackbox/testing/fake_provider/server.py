@@ -160,8 +160,12 @@ class FakeProvider:
         script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip)
         self._push(script, anthropic.PROTOCOL, said(text, calls))
 
-    def queue_openai_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_openai_tool_calls([], text=text, gzip=gzip)
+    def queue_openai_text(
+        self, text: str, *, gzip: bool = False, annotations: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """A Chat Completions text answer; ``annotations`` are its message's ``url_citation``s."""
+        script = openai_chat.script(self._ids, text, [], gzip=gzip, annotations=annotations)
+        self._push(script, openai_chat.PROTOCOL, said(text, []))
 
     def queue_openai_tool_calls(self, calls: Calls, text: str | None = None, *, gzip: bool = False) -> None:
         """A Chat Completions answer (``POST …/chat/completions``), streamed when the request asks for it."""
