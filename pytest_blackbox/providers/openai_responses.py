@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
+from ..trace.model import Message, ModelInput, ModelOutput, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -37,11 +37,12 @@ from .common import (
     read_output,
     require_object,
     require_str,
-    tool_calls_output,
     tool_definition,
     unsupported,
 )
+from .content import builtin_tool, ordered_output, text_part
 from .openai_chat import error_body
+from .responses_content import SERVER_ITEMS, annotations_of, server_part, wire_annotations, wire_server_item
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -100,10 +101,14 @@ _ITEMS_ADVICE: Final = (
     "only message, function_call, function_call_output and reasoning items can be recorded in this version"
 )
 _ONE_TEXT_ADVICE: Final = (
-    "a replay returns one message with one text part before the function calls, "
+    "a replay returns one text part (or one refusal) per message, "
     "so this response could not come back as it was"
 )
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+#: Built-in tools the agent runs itself, whose calls this version does not record.
+_CLIENT_BUILTINS: Final = frozenset(
+    {"custom", "computer_use_preview", "computer", "local_shell", "shell", "apply_patch"}
+)
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -242,6 +247,11 @@ class _Transcript:
                 self._results = []
                 self._messages.append({"role": "user", "content": self._results})
             self._results.append(self._function_call_output(item, at))
+        elif kind in SERVER_ITEMS:
+            self._results = None
+            if self._text is None:
+                self._text = ""
+            self._calls.append(server_part(item, at, "request", self._ids))
         elif kind == "item_reference":
             unsupported("item references (items kept by the provider)", _SERVER_STATE_ADVICE, at)
         elif kind != "reasoning":
@@ -305,11 +315,20 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
-    if kind != "function":
+    if kind in _CLIENT_BUILTINS or (kind == "tool_search" and tool.get("execution") == "client"):
         unsupported(
-            f"built-in tool {label(kind)}",
-            "only function tools can be recorded in this version; do the work in a wrapped tool",
+            f"the client-executed built-in tool {label(kind)}",
+            "only function tools and provider-run built-in tools can be recorded in this version; "
+            "do the work in a function tool",
             at,
+        )
+    if kind != "function":
+        name = tool.get("name")
+        return builtin_tool(
+            name if isinstance(name, str) else require_str(kind, f"{at}.type"),
+            str(kind),
+            tool,
+            ("type", "name"),
         )
     name = require_str(tool.get("name"), f"{at}.name")
     return tool_definition(name, tool.get("description"), tool.get("parameters"))
@@ -319,32 +338,30 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
 
 
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
-    """The ``model_output`` payload for a Responses response body.
+    """The ``model_output`` payload for a Responses response body, its items in order.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
     """
     response = require_object(body, "the response body", "response")
     stop = _status_stop(response)
-    text, refusal, calls = _response_output(response)
+    parts, refusal = _response_output(response)
     if refusal is not None:
-        if text or calls or stop is not None:
+        if parts or stop is not None:
             unsupported(
                 "a refusal together with text, function calls or an incomplete status",
                 "a replay returns a refusal alone",
                 "output",
             )
         return final_answer(refusal, "refusal")
-    if calls:
-        neutral_calls: list[ToolCallRef] = [
-            {
-                "toolCallId": ids.neutral(call_id, name),
-                "toolName": name,
-                "toolInput": parse_arguments(arguments),
-            }
-            for call_id, name, arguments in calls
-        ]
-        return tool_calls_output(neutral_calls, text, stop)
-    return final_answer(text, stop)
+    for part in parts:
+        if part["type"] == "tool_use":
+            call_id, arguments = part["toolCallId"], part["toolInput"]
+            part.update(
+                toolCallId=ids.neutral(call_id, part["toolName"]), toolInput=parse_arguments(arguments)
+            )
+        elif part["type"] == "server_tool_use":
+            part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
+    return ordered_output(parts, stop)
 
 
 def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
@@ -374,54 +391,62 @@ def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
     )
 
 
-def _response_output(response: dict[str, Any]) -> tuple[str, str | None, list[tuple[str, str, Any]]]:
-    text: str | None = None
+def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """The output's parts in order (provider ids not mapped yet) and the refusal, if any."""
+    parts: list[dict[str, Any]] = []
     refusal: str | None = None
-    calls: list[tuple[str, str, Any]] = []
     for index, raw in enumerate(list_field(response, "output", "response")):
         at = f"output[{index}]"
         item = require_object(raw, at, "response")
         kind = item.get("type")
         if kind == "function_call":
             name = require_str(item.get("name"), f"{at}.name", "response")
-            calls.append(
-                (require_str(item.get("call_id"), f"{at}.call_id", "response"), name, item.get("arguments"))
+            call_id = require_str(item.get("call_id"), f"{at}.call_id", "response")
+            parts.append(
+                {
+                    "type": "tool_use",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "toolInput": item.get("arguments"),
+                }
             )
         elif kind == "message":
+            texts = 0
             for position, part in enumerate(list_field(item, "content", "response")):
                 where = f"{at}.content[{position}]"
                 piece, refused = _output_part(require_object(part, where, "response"), where)
                 if refused:
                     if refusal is not None:
                         unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
-                    refusal = piece
-                elif piece:
-                    if calls:
-                        unsupported("text after a function call in a response", _ONE_TEXT_ADVICE, where)
-                    if text is not None:
-                        unsupported("a response with more than one text part", _ONE_TEXT_ADVICE, where)
-                    text = piece
+                    refusal = piece["text"]
+                elif piece["text"] or "citations" in piece:
+                    texts += 1
+                    if texts > 1:
+                        unsupported("a message with more than one text part", _ONE_TEXT_ADVICE, where)
+                    parts.append(piece)
+        elif kind in SERVER_ITEMS:
+            parts.append(server_part(item, at, "response", None))
         elif kind != "reasoning":
             unsupported(
                 f"{label(kind)} output items",
-                "only message and function_call output items can be recorded in this version",
+                "only message, function_call, reasoning and provider-run built-in tool items can be "
+                "recorded in this version",
                 at,
             )
-    return text or "", refusal, calls
+    return parts, refusal
 
 
-def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:
-    """``(text, is_refusal)`` of a message content part."""
+def _output_part(part: dict[str, Any], at: str) -> tuple[dict[str, Any], bool]:
+    """``(text part, is_refusal)`` of a message content part."""
     kind = part.get("type")
     if kind == "refusal":
-        return require_str(part.get("refusal"), f"{at}.refusal", "response"), True
+        return text_part(require_str(part.get("refusal"), f"{at}.refusal", "response")), True
     if kind != "output_text":
         unsupported(f"{label(kind)} content in a response", _TEXT_ADVICE, at)
-    if present(part.get("annotations")):
-        unsupported("annotations in a response", _NOT_RECORDED, f"{at}.annotations")
     if present(part.get("logprobs")):
         unsupported("logprobs in a response", f"leave them out of include; {_NOT_RECORDED}", f"{at}.logprobs")
-    return require_str(part.get("text"), f"{at}.text", "response"), False
+    text = require_str(part.get("text"), f"{at}.text", "response")
+    return text_part(text, annotations_of(part.get("annotations"), f"{at}.annotations")), False
 
 
 # -- replay ------------------------------------------------------------------------------------
@@ -441,32 +466,31 @@ def synthesize_response(
     response_id = f"blackbox-replay-{output_index}"
     incomplete = recorded.stop == "length"
     items: list[dict[str, Any]] = []
-    if recorded.text or not recorded.has_calls:
-        part: dict[str, Any] = (
-            {"type": "refusal", "refusal": recorded.text}
-            if recorded.stop == "refusal"
-            else {"type": "output_text", "text": recorded.text, "annotations": [], "logprobs": []}
-        )
+    if recorded.stop == "refusal":
         items.append(
-            {
-                "id": f"msg_blackbox_replay_{output_index}_0",
-                "type": "message",
-                "role": "assistant",
-                "status": "incomplete" if incomplete else "completed",
-                "content": [part],
-            }
+            _message_item(output_index, 0, {"type": "refusal", "refusal": recorded.text}, incomplete)
         )
-    for call in recorded.calls:
-        items.append(
-            {
-                "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
-                "type": "function_call",
-                "call_id": call["toolCallId"],
-                "name": call["toolName"],
-                "arguments": arguments_text(call["toolInput"]),
-                "status": "completed",
-            }
-        )
+    for part in [] if recorded.stop == "refusal" else recorded.parts:
+        if part["type"] == "text":
+            annotations = wire_annotations(part.get("citations"))
+            text = {"type": "output_text", "text": part["text"], "annotations": annotations, "logprobs": []}
+            items.append(_message_item(output_index, len(items), text, incomplete))
+        elif part["type"] == "server_tool_use":
+            items.append(wire_server_item(part))
+        else:
+            items.append(
+                {
+                    "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
+                    "type": "function_call",
+                    "call_id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "arguments": arguments_text(part["toolInput"]),
+                    "status": "completed",
+                }
+            )
+    if not any(item["type"] in ("message", "function_call") for item in items):
+        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        items.insert(0, _message_item(output_index, 0, empty, incomplete))
     return {
         "id": response_id,
         "object": "response",
@@ -489,6 +513,16 @@ def synthesize_response(
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": 0,
         },
+    }
+
+
+def _message_item(output_index: int, position: int, part: dict[str, Any], incomplete: bool) -> dict[str, Any]:
+    return {
+        "id": f"msg_blackbox_replay_{output_index}_{position}",
+        "type": "message",
+        "role": "assistant",
+        "status": "incomplete" if incomplete else "completed",
+        "content": [part],
     }
 
 
@@ -549,8 +583,11 @@ def synthesize_stream(
     for position, item in enumerate(response["output"]):
         if item["type"] == "message":
             _message_events(stream, position, item)
-        else:
+        elif item["type"] == "function_call":
             _function_call_events(stream, position, item)
+        else:
+            stream.add("response.output_item.added", output_index=position, item=item)
+            stream.add("response.output_item.done", output_index=position, item=item)
     final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
     stream.add(final, response=response)
     return stream.events
