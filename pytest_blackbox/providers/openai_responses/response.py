@@ -1,0 +1,142 @@
+"""Responses responses → ``model_output``: the message text or refusal, function calls, the status.
+
+See docs/providers.md#openai-responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from ...trace.model import ModelOutput
+from ..common import (
+    CallIds,
+    final_answer,
+    label,
+    list_field,
+    parse_arguments,
+    present,
+    require_object,
+    require_str,
+    unsupported,
+)
+from ..content import ordered_output, text_part
+from ..responses_content import SERVER_ITEMS, annotations_of, server_part
+from .request import TEXT_ADVICE
+
+_ONE_TEXT_ADVICE: Final = (
+    "a replay returns one text part (or one refusal) per message, "
+    "so this response could not come back as it was"
+)
+_NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+
+
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
+    """The ``model_output`` payload for a Responses response body, its items in order.
+
+    Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
+    """
+    response = require_object(body, "the response body", "response")
+    stop = _status_stop(response)
+    parts, refusal = _response_output(response)
+    if refusal is not None:
+        if parts or stop is not None:
+            unsupported(
+                "a refusal together with text, function calls or an incomplete status",
+                "a replay returns a refusal alone",
+                "output",
+            )
+        return final_answer(refusal, "refusal")
+    for part in parts:
+        if part["type"] == "tool_use":
+            call_id, arguments = part["toolCallId"], part["toolInput"]
+            part.update(
+                toolCallId=ids.neutral(call_id, part["toolName"]), toolInput=parse_arguments(arguments)
+            )
+        elif part["type"] == "server_tool_use":
+            part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
+    return ordered_output(parts, stop)
+
+
+def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
+    status = response.get("status")
+    if status in (None, "completed"):
+        return None
+    if status != "incomplete":
+        unsupported(
+            f"a response with status {label(status)}",
+            "only completed responses, or ones cut at max_output_tokens, can be recorded",
+            "status",
+        )
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if reason == "max_output_tokens":
+        return "length"
+    if reason == "content_filter":
+        unsupported(
+            "a response stopped by the content filter",
+            "a replay would return it as a normal stop",
+            "incomplete_details.reason",
+        )
+    unsupported(
+        f"an incomplete response with reason {label(reason)}",
+        "a replay could not return it",
+        "incomplete_details.reason",
+    )
+
+
+def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """The output's parts in order (provider ids not mapped yet) and the refusal, if any."""
+    parts: list[dict[str, Any]] = []
+    refusal: str | None = None
+    for index, raw in enumerate(list_field(response, "output", "response")):
+        at = f"output[{index}]"
+        item = require_object(raw, at, "response")
+        kind = item.get("type")
+        if kind == "function_call":
+            name = require_str(item.get("name"), f"{at}.name", "response")
+            call_id = require_str(item.get("call_id"), f"{at}.call_id", "response")
+            parts.append(
+                {
+                    "type": "tool_use",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "toolInput": item.get("arguments"),
+                }
+            )
+        elif kind == "message":
+            texts = 0
+            for position, part in enumerate(list_field(item, "content", "response")):
+                where = f"{at}.content[{position}]"
+                piece, refused = _output_part(require_object(part, where, "response"), where)
+                if refused:
+                    if refusal is not None:
+                        unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
+                    refusal = piece["text"]
+                elif piece["text"] or "citations" in piece:
+                    texts += 1
+                    if texts > 1:
+                        unsupported("a message with more than one text part", _ONE_TEXT_ADVICE, where)
+                    parts.append(piece)
+        elif kind in SERVER_ITEMS:
+            parts.append(server_part(item, at, "response", None))
+        elif kind != "reasoning":
+            unsupported(
+                f"{label(kind)} output items",
+                "only message, function_call, reasoning and provider-run built-in tool items can be "
+                "recorded in this version",
+                at,
+            )
+    return parts, refusal
+
+
+def _output_part(part: dict[str, Any], at: str) -> tuple[dict[str, Any], bool]:
+    """``(text part, is_refusal)`` of a message content part."""
+    kind = part.get("type")
+    if kind == "refusal":
+        return text_part(require_str(part.get("refusal"), f"{at}.refusal", "response")), True
+    if kind != "output_text":
+        unsupported(f"{label(kind)} content in a response", TEXT_ADVICE, at)
+    if present(part.get("logprobs")):
+        unsupported("logprobs in a response", f"leave them out of include; {_NOT_RECORDED}", f"{at}.logprobs")
+    text = require_str(part.get("text"), f"{at}.text", "response")
+    return text_part(text, annotations_of(part.get("annotations"), f"{at}.annotations")), False

@@ -1,0 +1,85 @@
+"""The Responses response a replay returns for a recorded ``model_output``.
+
+See docs/providers.md#openai-responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common import arguments_text, read_output
+from ..responses_content import wire_annotations, wire_server_item
+
+
+def synthesize_response(
+    output: Any, *, output_index: int, model: str | None, timestamp: int | float
+) -> dict[str, Any]:
+    """The Responses response a replay returns for a recorded output.
+
+    The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
+    and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
+    recorded step's time in seconds. A final answer always has a message item, so ``output_text``
+    reads as it did live, even for an empty answer.
+    """
+    recorded = read_output(output)
+    response_id = f"blackbox-replay-{output_index}"
+    incomplete = recorded.stop == "length"
+    items: list[dict[str, Any]] = []
+    if recorded.stop == "refusal":
+        items.append(
+            _message_item(output_index, 0, {"type": "refusal", "refusal": recorded.text}, incomplete)
+        )
+    for part in [] if recorded.stop == "refusal" else recorded.parts:
+        if part["type"] == "text":
+            annotations = wire_annotations(part.get("citations"))
+            text = {"type": "output_text", "text": part["text"], "annotations": annotations, "logprobs": []}
+            items.append(_message_item(output_index, len(items), text, incomplete))
+        elif part["type"] == "server_tool_use":
+            items.append(wire_server_item(part))
+        else:
+            items.append(
+                {
+                    "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
+                    "type": "function_call",
+                    "call_id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "arguments": arguments_text(part["toolInput"]),
+                    "status": "completed",
+                }
+            )
+    if not any(item["type"] in ("message", "function_call") for item in items):
+        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        items.insert(0, _message_item(output_index, 0, empty, incomplete))
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(timestamp // 1000),
+        "status": "incomplete" if incomplete else "completed",
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "instructions": None,
+        "model": model if model is not None else "unknown",
+        "output": items,
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": {
+            "input_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": 0,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 0,
+        },
+    }
+
+
+def _message_item(output_index: int, position: int, part: dict[str, Any], incomplete: bool) -> dict[str, Any]:
+    return {
+        "id": f"msg_blackbox_replay_{output_index}_{position}",
+        "type": "message",
+        "role": "assistant",
+        "status": "incomplete" if incomplete else "completed",
+        "content": [part],
+    }
