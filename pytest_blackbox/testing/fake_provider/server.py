@@ -7,6 +7,7 @@ dispatches by path and serves. See docs/fake-provider.md.
 from __future__ import annotations
 
 import gzip as gzip_module
+import json
 import threading
 import zlib
 from collections import deque
@@ -181,6 +182,14 @@ class FakeProvider:
         """A Responses API answer (``POST …/responses``), streamed when the request asks for it."""
         script = openai_responses.script(self._ids, text, calls, gzip=gzip)
         self._push(script, openai_responses.PROTOCOL, said(text, calls))
+
+    def queue_responses_output(self, items: Sequence[Mapping[str, Any]], *, gzip: bool = False) -> None:
+        """A Responses API answer whose ``output`` is ``items`` as given: built-in tool items (a
+        ``web_search_call``), messages with annotated text, function calls, in any order."""
+        calls = [(i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
+        texts = [p["text"] for i in items if i.get("type") == "message" for p in i["content"]]
+        script = openai_responses.output_script(self._ids, items, gzip=gzip)
+        self._push(script, openai_responses.PROTOCOL, said("".join(texts) or None, calls))
 
     def queue_gemini_text(self, text: str, *, thinking: bool = False, gzip: bool = False) -> None:
         self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip)
