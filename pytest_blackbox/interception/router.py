@@ -96,6 +96,12 @@ class _Route(respx.Route):
         return None
 
 
+#: Stopped routers, each taken again by the next interceptor that starts: a router's only state is the
+#: ``decide`` it routes to, and building one (its route, its side effect) costs more than a whole
+#: replayed model call.
+_IDLE: list[_Router] = []
+
+
 @functools.lru_cache(maxsize=16)
 def _route_patterns(
     routes: tuple[tuple[str, str], ...],
@@ -134,7 +140,7 @@ class Interceptor:
         self._on_other = on_other
         self._active = False
         self._model_paths, self._routes = _route_patterns(tuple(routes.items()))
-        self._router = _Router(self.decide)
+        self._router: _Router | None = None
 
     @property
     def active(self) -> bool:
@@ -142,6 +148,8 @@ class Interceptor:
 
     def start(self) -> None:
         if not self._active:
+            self._router = _IDLE.pop() if _IDLE else _Router(self.decide)
+            self._router.decide = self.decide
             self._router.start()
             aiohttp_guard.start(self._model_paths)
             self._active = True
@@ -150,7 +158,10 @@ class Interceptor:
         if self._active:
             self._active = False
             aiohttp_guard.stop()
-            self._router.stop(quiet=True)
+            router, self._router = self._router, None
+            if router is not None:
+                router.stop(quiet=True)
+                _IDLE.append(router)
 
     def __enter__(self) -> Interceptor:
         self.start()
