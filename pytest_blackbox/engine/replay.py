@@ -279,6 +279,7 @@ class ReplayCursor:
 
     def finish(self, outcome: Any) -> int:
         """Check that every round ran, every call was used, and the outcome; returns the steps replayed."""
+        self.compare.check_unedited()
         self.settle()
         unused = [t for t in self.turns if not t.consumed]
         first = min([t.input["index"] for t in unused] + self.run.stray, default=None)
