@@ -58,7 +58,7 @@ from typing import Any
 
 from pytest_blackbox.testing import FakeProvider
 
-#: Issue 24's targets: against the floor that builds the SDK's own client, and against pytest-recording.
+#: The targets: against the floor that builds the SDK's own client, and against pytest-recording.
 TARGET_SDK_FLOOR, TARGET_RECORDING = 1.03, 0.95
 VARIANTS = ("floor", "floor-sdk-client", "pytest-recording", "pytest-blackbox")
 #: The replay plugins each variant turns off: the floors run with neither loaded.

@@ -217,8 +217,7 @@ class ReplayCursor:
 
     def _candidates(self, actual: Any) -> list[RecordedTurn]:
         """The unused calls this request can stand for: the next ones of its conversation, if it has one."""
-        index = self.run.link()
-        used = [t for t in index.continued(actual, exact=self.compare.exact) if t.consumed]
+        used = [t for t in self.run.continued(actual, exact=self.compare.exact) if t.consumed]
         if used:
             parent = min(used, key=lambda t: (all(c.consumed for c in t.children), t.number))
             following = [c for c in parent.children if not c.consumed]
