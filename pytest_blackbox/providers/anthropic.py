@@ -37,6 +37,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
+from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -73,7 +74,9 @@ _PARAMS: Final = (
     ("thinking", "thinking"),
 )
 _DROPPED: Final = frozenset({"thinking", "redacted_thinking"})
-_BLOCKS_ADVICE: Final = "only text, tool_use and tool_result blocks can be recorded in this version"
+_BLOCKS_ADVICE: Final = (
+    "only text, image, document, tool_use and tool_result blocks can be recorded in this version"
+)
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
 _ONE_TEXT_ADVICE: Final = (
     "a replay returns one text block before the tool calls, so this response could not come back as it was"
@@ -147,6 +150,8 @@ def _part(raw: Any, role: str, at: str, ids: CallIds) -> dict[str, Any] | None:
         return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": _input(block)}
     if kind == "tool_result" and role == "user":
         return _tool_result(block, at, ids)
+    if kind in ("image", "document") and role == "user":
+        return anthropic_block(block, at)
     if kind in ("tool_use", "tool_result"):
         home = "assistant" if kind == "tool_use" else "user"
         article = "an" if role == "assistant" else "a"
@@ -184,9 +189,7 @@ def _result_value(content: Any, at: str) -> Any:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return join_text_blocks(
-            content, at, "only text content can be recorded in tool results in this version"
-        )
+        return message_content(anthropic_content(content, at))
     return json_copy(content)
 
 

@@ -29,6 +29,8 @@ _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
 #: Vectors of the original Blackbox (arda-ulas/blackbox) that this project deliberately departs from:
 #: it records and replays streams, so a streaming request normalizes like the same plain request.
 STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-stream"})
+#: It records images as media parts (docs/cassette-format.md#media-parts) where the original refuses them.
+MEDIA_NOW_SUPPORTED = frozenset({"openai-reject-image-part"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -62,6 +64,9 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
         assert given["stream"] is True
         plain = {key: value for key, value in given.items() if key != "stream"}
         assert provider.normalize_request(given, ids) == provider.normalize_request(plain, CallIds())
+    elif vector["name"] in MEDIA_NOW_SUPPORTED:
+        [message] = provider.normalize_request(given, ids)["messages"]
+        assert message["content"] == [{"type": "media", "kind": "image", "url": "x"}]
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:
@@ -144,7 +149,7 @@ def test_provider_names() -> None:
 
 def test_the_superseded_vectors_are_the_stream_refusals() -> None:
     names = {vector["name"] for vector in VECTORS if vector["direction"] == "request_rejected"}
-    assert names >= STREAMING_NOW_SUPPORTED
+    assert names >= STREAMING_NOW_SUPPORTED | MEDIA_NOW_SUPPORTED
 
 
 # -- CallIds -----------------------------------------------------------------------------------
