@@ -152,6 +152,7 @@ class Session:
             fail=self._fail,
             concurrent=concurrent,
             redact=self._redacted if self._redactor is not None else None,
+            media=self.options.media,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -281,7 +282,7 @@ class Session:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
         assert self._fork is not None
         started = self._clock()
-        model_input = call.normalize(self._ids)
+        model_input = call.normalize(self._ids, recording.media)
         recording.append_turn(model_input, started, self._fork.next_output(self._ids))
         return call.reply(model_input, recording.recorder.steps[-1])
 

@@ -48,7 +48,9 @@ def bytes_part(kind: MediaKind, media_type: Any, data: Any, at: str) -> dict[str
     """A media part for bytes sent as base64: their digest, length and (for inline cassettes) the data."""
     text = require_str(data, at)
     try:
-        raw = base64.b64decode(text, validate=True)
+        # google-genai sends the URL-safe alphabet; the other SDKs the standard one.
+        altchars = b"-_" if "-" in text or "_" in text else None
+        raw = base64.b64decode(text, altchars, validate=True)
     except (binascii.Error, ValueError):
         malformed(at, "base64 data")
     part: dict[str, Any] = {"type": MEDIA_PART, "kind": kind}

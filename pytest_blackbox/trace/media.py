@@ -8,12 +8,13 @@ was recorded. See docs/cassette-format.md#media-parts.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 __all__ = ["MEDIA_PART", "has_media", "media_parts", "without_bytes"]
 
 #: The ``type`` of a media part.
 MEDIA_PART: Final = "media"
+P = TypeVar("P")
 
 
 def media_parts(payload: Any) -> list[dict[str, Any]]:
@@ -31,7 +32,7 @@ def has_media(payload: Any) -> bool:
     return bool(media_parts(payload))
 
 
-def without_bytes(payload: Any) -> Any:
+def without_bytes(payload: P) -> P:
     """The payload with every media part's ``data`` left out: what a digest cassette holds and what a
     replay compares. The payload itself is returned when it has no bytes to leave out (so a text-only
     request is never copied); otherwise only the objects on the way to a media part are copied."""
@@ -47,7 +48,7 @@ def without_bytes(payload: Any) -> Any:
             message = {**message, "content": new}
             changed = True
         stripped.append(message)
-    return {**payload, "messages": stripped} if changed else payload
+    return cast(P, {**payload, "messages": stripped}) if changed else payload
 
 
 def _children(part: dict[str, Any]) -> Any:
