@@ -272,7 +272,7 @@ def test_bad_marker_values_are_a_usage_error(bare_dir: pytest.Pytester, marker: 
 
 FIXTURE_USAGE = (
     "usage: blackbox_config returns a dict with any of the keys cassette_dir, record_mode, match, ignore, "
-    "normalize, redact, secrets, allowed_hosts"
+    "normalize, redact, secrets, allowed_hosts, media"
 )
 
 

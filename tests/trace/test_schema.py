@@ -204,7 +204,7 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
     (
         _set("/steps/4/payload/messages/1/content/1/type", "image"),
         "/steps/4/payload/messages/1/content/1/type",
-        'must be one of "text", "tool_use", "tool_result"',
+        'must be one of "text", "tool_use", "tool_result", "media"',
     ),
     (
         _set("/steps/4/payload/messages/2/content/0/error", "e"),
