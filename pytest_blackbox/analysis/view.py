@@ -15,14 +15,17 @@ from typing import Any, Final, cast
 
 from ..trace.canonical import pretty_json
 from ..trace.errors import CanonicalJSONError
+from ..trace.media import MEDIA_PART, is_part_list
 from ..trace.model import STEP_TYPES, Trace
 from ..trace.payloads import Outcome, terminal_outcome
 from ..trace.secrets import known_secrets, mask
 from .diff import SEMANTIC_COMPARISON, OutcomeDiff, TraceDiff, diff_outcome, diff_traces
+from .extensions import ORIGINAL_CANNOT_REPLAY, extensions_used
 from .jsondiff import changed_leaf_paths, compact_json, render_value
 from .labels import describe_step, type_label
 from .verify import VerifyReport
 from .view_assets import CONTENT_SECURITY_POLICY, SCRIPT, STYLE
+from .view_media import render_media
 
 __all__ = [
     "CHANGED_FIELDS_SHOWN",
@@ -198,9 +201,9 @@ class _Page:
                 f'<div class="result error"><span class="arrow">✗</span> {name} '
                 f'<span class="error-label">ERROR</span>{self.block(body["error"])}</div>'
             )
-        return (
-            f'<div class="result"><span class="arrow">←</span> {name}{self.block(body.get("result"))}</div>'
-        )
+        value = body.get("result")
+        shown = "".join(map(self.part, value)) if is_part_list(value) else self.block(value)
+        return f'<div class="result"><span class="arrow">←</span> {name}{shown}</div>'
 
     def part(self, part: Any) -> str:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -210,6 +213,8 @@ class _Page:
             return self.call(part)
         if kind == "tool_result":
             return self.result(part)
+        if kind == MEDIA_PART and isinstance(part, dict):
+            return render_media(part, self.text)
         return self.block(part)
 
     def message(self, message: Any) -> str:
@@ -483,6 +488,10 @@ def render_run_html(
     ]
     if source is not None:
         rows.append(("File", f"<code>{page.text(source)}</code>"))
+    used = extensions_used(run.steps)
+    if used:
+        named = ", ".join(f"{extension.name} (<code>{extension.doc}</code>)" for extension in used)
+        rows.append(("Extensions", f"{named}; {ORIGINAL_CANNOT_REPLAY}"))
     header = (
         f"<h1>Run <code>{page.text(trace.get('id', '?'))}</code></h1>{_meta(rows)}"
         f'<div class="badges">{_verify_badge(verify_report, page)}{_outcome_badge(outcome)}</div>'

@@ -8,28 +8,28 @@ was recorded. See docs/cassette-format.md#media-parts.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Iterator
+from typing import Any, Final, TypeGuard, TypeVar, cast
 
-__all__ = ["MEDIA_PART", "has_media", "media_parts", "without_bytes"]
+__all__ = ["MEDIA_PART", "is_part_list", "media_parts", "message_parts", "without_bytes"]
 
 #: The ``type`` of a media part.
 MEDIA_PART: Final = "media"
 P = TypeVar("P")
 
 
-def media_parts(payload: Any) -> list[dict[str, Any]]:
-    """Every media part of a ``model_input`` payload, in order (nested document content included)."""
-    found: list[dict[str, Any]] = []
+def message_parts(payload: Any) -> Iterator[dict[str, Any]]:
+    """Every message part of a ``model_input`` payload, in order, with the parts nested in a tool
+    result's content list and in a content document."""
     if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
         for message in payload["messages"]:
             if isinstance(message, dict):
-                _collect(message.get("content"), found)
-    return found
+                yield from _walk(message.get("content"))
 
 
-def has_media(payload: Any) -> bool:
-    """Whether a ``model_input`` payload holds a media part."""
-    return bool(media_parts(payload))
+def media_parts(payload: Any) -> list[dict[str, Any]]:
+    """Every media part of a ``model_input`` payload, in order."""
+    return [part for part in message_parts(payload) if part.get("type") == MEDIA_PART]
 
 
 def without_bytes(payload: P) -> P:
@@ -51,23 +51,31 @@ def without_bytes(payload: P) -> P:
     return cast(P, {**payload, "messages": stripped}) if changed else payload
 
 
+def is_part_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether a tool result's value is text and media parts (its content held media) rather than a
+    value of the tool's own: a list of ``text`` and ``media`` parts with at least one ``media``."""
+    if not isinstance(value, list):
+        return False
+    types = [item.get("type") if isinstance(item, dict) else None for item in value]
+    return MEDIA_PART in types and all(kind in ("text", MEDIA_PART) for kind in types)
+
+
 def _children(part: dict[str, Any]) -> Any:
     """The list of parts inside a part: a tool result's mixed content, a document's content blocks."""
     if part.get("type") == "tool_result":
-        return part.get("result")
+        result = part.get("result")
+        return result if is_part_list(result) else None
     if part.get("type") == MEDIA_PART:
         return part.get("content")
     return None
 
 
-def _collect(parts: Any, found: list[dict[str, Any]]) -> None:
-    if not isinstance(parts, list):
-        return
-    for part in parts:
-        if isinstance(part, dict):
-            if part.get("type") == MEDIA_PART:
-                found.append(part)
-            _collect(_children(part), found)
+def _walk(parts: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict):
+                yield part
+                yield from _walk(_children(part))
 
 
 def _strip_list(parts: Any) -> list[Any] | None:
