@@ -1,0 +1,54 @@
+"""OpenAI Responses API (``POST …/responses``) ↔ neutral step payloads.
+
+A request becomes a ``model_input`` as a Chat Completions request does: ``instructions`` and the
+leading ``system`` / ``developer`` input items the system prompt; ``message`` items the messages; an
+assistant message with the ``function_call`` items after it one assistant turn of tool calls;
+consecutive ``function_call_output`` items one user turn of tool results; function tools neutral
+tool definitions; the behaviour controls ``params``. Reasoning items are dropped, as thinking blocks
+are: a replay cannot return them, so the history an agent sends back must normalize the same.
+
+Conversation state kept by the provider (``previous_response_id``, ``conversation``, item references,
+stored prompts, background responses) is refused: the request would not carry the conversation, so a
+cassette could neither hold it nor compare it, and a replayed response id means nothing to the
+server a live fork continues on. Built-in tools are refused as server tools are for Anthropic.
+
+This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
+the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses →
+``model_output``), ``synthesis`` (the response a replay returns) and ``stream`` (event streams, both
+collected while recording and served by a replay).
+
+See docs/providers.md#openai-responses.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..common import is_stream_request
+from ..openai_chat import error_body
+from .request import normalize_request
+from .response import normalize_response
+from .stream import collect_stream, synthesize_stream
+from .synthesis import synthesize_response
+
+__all__ = [
+    "HISTORY",
+    "NAME",
+    "ROUTE",
+    "SIDE_ROUTES",
+    "collect_stream",
+    "error_body",
+    "is_stream_request",
+    "normalize_request",
+    "normalize_response",
+    "synthesize_response",
+    "synthesize_stream",
+]
+
+NAME: Final = "openai_responses"
+#: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
+ROUTE: Final = r"/responses$"
+#: The request field that carries the conversation so far (it grows by a few items per call).
+HISTORY: Final = "input"
+#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
+SIDE_ROUTES: Final[dict[str, str]] = {"responses.input_tokens.count": r"/responses/input_tokens$"}

@@ -1,0 +1,135 @@
+"""Responses responses → ``model_output``: the message text or refusal, function calls, the status.
+
+See docs/providers.md#openai-responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from ...trace.model import ModelOutput, ToolCallRef
+from ..common import (
+    CallIds,
+    final_answer,
+    label,
+    list_field,
+    parse_arguments,
+    present,
+    require_object,
+    require_str,
+    tool_calls_output,
+    unsupported,
+)
+from .request import TEXT_ADVICE
+
+_ONE_TEXT_ADVICE: Final = (
+    "a replay returns one message with one text part before the function calls, "
+    "so this response could not come back as it was"
+)
+_NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+
+
+def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
+    """The ``model_output`` payload for a Responses response body.
+
+    Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
+    """
+    response = require_object(body, "the response body", "response")
+    stop = _status_stop(response)
+    text, refusal, calls = _response_output(response)
+    if refusal is not None:
+        if text or calls or stop is not None:
+            unsupported(
+                "a refusal together with text, function calls or an incomplete status",
+                "a replay returns a refusal alone",
+                "output",
+            )
+        return final_answer(refusal, "refusal")
+    if calls:
+        neutral_calls: list[ToolCallRef] = [
+            {
+                "toolCallId": ids.neutral(call_id, name),
+                "toolName": name,
+                "toolInput": parse_arguments(arguments),
+            }
+            for call_id, name, arguments in calls
+        ]
+        return tool_calls_output(neutral_calls, text, stop)
+    return final_answer(text, stop)
+
+
+def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
+    status = response.get("status")
+    if status in (None, "completed"):
+        return None
+    if status != "incomplete":
+        unsupported(
+            f"a response with status {label(status)}",
+            "only completed responses, or ones cut at max_output_tokens, can be recorded",
+            "status",
+        )
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    if reason == "max_output_tokens":
+        return "length"
+    if reason == "content_filter":
+        unsupported(
+            "a response stopped by the content filter",
+            "a replay would return it as a normal stop",
+            "incomplete_details.reason",
+        )
+    unsupported(
+        f"an incomplete response with reason {label(reason)}",
+        "a replay could not return it",
+        "incomplete_details.reason",
+    )
+
+
+def _response_output(response: dict[str, Any]) -> tuple[str, str | None, list[tuple[str, str, Any]]]:
+    text: str | None = None
+    refusal: str | None = None
+    calls: list[tuple[str, str, Any]] = []
+    for index, raw in enumerate(list_field(response, "output", "response")):
+        at = f"output[{index}]"
+        item = require_object(raw, at, "response")
+        kind = item.get("type")
+        if kind == "function_call":
+            name = require_str(item.get("name"), f"{at}.name", "response")
+            calls.append(
+                (require_str(item.get("call_id"), f"{at}.call_id", "response"), name, item.get("arguments"))
+            )
+        elif kind == "message":
+            for position, part in enumerate(list_field(item, "content", "response")):
+                where = f"{at}.content[{position}]"
+                piece, refused = _output_part(require_object(part, where, "response"), where)
+                if refused:
+                    if refusal is not None:
+                        unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
+                    refusal = piece
+                elif piece:
+                    if calls:
+                        unsupported("text after a function call in a response", _ONE_TEXT_ADVICE, where)
+                    if text is not None:
+                        unsupported("a response with more than one text part", _ONE_TEXT_ADVICE, where)
+                    text = piece
+        elif kind != "reasoning":
+            unsupported(
+                f"{label(kind)} output items",
+                "only message and function_call output items can be recorded in this version",
+                at,
+            )
+    return text or "", refusal, calls
+
+
+def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:
+    """``(text, is_refusal)`` of a message content part."""
+    kind = part.get("type")
+    if kind == "refusal":
+        return require_str(part.get("refusal"), f"{at}.refusal", "response"), True
+    if kind != "output_text":
+        unsupported(f"{label(kind)} content in a response", TEXT_ADVICE, at)
+    if present(part.get("annotations")):
+        unsupported("annotations in a response", _NOT_RECORDED, f"{at}.annotations")
+    if present(part.get("logprobs")):
+        unsupported("logprobs in a response", f"leave them out of include; {_NOT_RECORDED}", f"{at}.logprobs")
+    return require_str(part.get("text"), f"{at}.text", "response"), False

@@ -1,0 +1,75 @@
+"""The Responses response a replay returns for a recorded ``model_output``.
+
+See docs/providers.md#openai-responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..common import arguments_text, read_output
+
+
+def synthesize_response(
+    output: Any, *, output_index: int, model: str | None, timestamp: int | float
+) -> dict[str, Any]:
+    """The Responses response a replay returns for a recorded output.
+
+    The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
+    and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
+    recorded step's time in seconds. A final answer always has a message item, so ``output_text``
+    reads as it did live, even for an empty answer.
+    """
+    recorded = read_output(output)
+    response_id = f"blackbox-replay-{output_index}"
+    incomplete = recorded.stop == "length"
+    items: list[dict[str, Any]] = []
+    if recorded.text or not recorded.has_calls:
+        part: dict[str, Any] = (
+            {"type": "refusal", "refusal": recorded.text}
+            if recorded.stop == "refusal"
+            else {"type": "output_text", "text": recorded.text, "annotations": [], "logprobs": []}
+        )
+        items.append(
+            {
+                "id": f"msg_blackbox_replay_{output_index}_0",
+                "type": "message",
+                "role": "assistant",
+                "status": "incomplete" if incomplete else "completed",
+                "content": [part],
+            }
+        )
+    for call in recorded.calls:
+        items.append(
+            {
+                "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
+                "type": "function_call",
+                "call_id": call["toolCallId"],
+                "name": call["toolName"],
+                "arguments": arguments_text(call["toolInput"]),
+                "status": "completed",
+            }
+        )
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": int(timestamp // 1000),
+        "status": "incomplete" if incomplete else "completed",
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "instructions": None,
+        "model": model if model is not None else "unknown",
+        "output": items,
+        "parallel_tool_calls": True,
+        "temperature": None,
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": None,
+        "usage": {
+            "input_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": 0,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 0,
+        },
+    }
