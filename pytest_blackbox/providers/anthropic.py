@@ -2,9 +2,10 @@
 
 A request becomes a ``model_input``: ``system`` the system prompt, ``messages`` neutral messages with
 provider tool ids mapped to ``call-N``, custom tools neutral tool definitions, and the behaviour
-controls ``params``. A response becomes a ``model_output``. Anything a replay could not give back
-as it was (images, server tools, citations, a stop sequence, …) is refused with a
-``BlackboxUnsupportedError`` naming the field, so nothing is recorded that would replay altered.
+controls ``params``; image and document blocks become media parts (``media.py``). A response becomes
+a ``model_output``. Anything a replay could not give back as it was (server tools, citations, a stop
+sequence, …) is refused with a ``BlackboxUnsupportedError`` naming the field, so nothing is recorded
+that would replay altered.
 
 Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
 sends back must normalize the same without them.
