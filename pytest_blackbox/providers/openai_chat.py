@@ -39,6 +39,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
+from .content import nested_citations_of, nested_wire, ordered_output, text_part
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
@@ -85,6 +86,7 @@ _PARAMS: Final = (
     ("verbosity", "verbosity"),
     ("prediction", "prediction"),
     ("modalities", "modalities"),
+    ("web_search_options", "webSearchOptions"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -153,12 +155,6 @@ def _check_request(request: dict[str, Any]) -> None:
             "both max_tokens and max_completion_tokens in one request",
             "send one of them; they are recorded as one value",
             "max_tokens, max_completion_tokens",
-        )
-    if request.get("web_search_options") is not None:
-        unsupported(
-            "web_search_options (server-side search)",
-            "search in a wrapped tool instead",
-            "web_search_options",
         )
 
 
@@ -317,17 +313,24 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop: Literal["length"] | None = "length" if finish == "length" else None
+    citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
+    if citations:
+        uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
+        return ordered_output([text_part(text, citations), *uses], stop)
     if calls:
-        neutral_calls: list[ToolCallRef] = [
-            {
-                "toolCallId": ids.neutral(provider_id, name),
-                "toolName": name,
-                "toolInput": parse_arguments(arguments),
-            }
-            for name, provider_id, arguments in calls
-        ]
-        return tool_calls_output(neutral_calls, text, stop)
+        return tool_calls_output(_neutral_calls(calls, ids), text, stop)
     return final_answer(text, "refusal" if refusal is not None else stop)
+
+
+def _neutral_calls(calls: list[tuple[str, str, Any]], ids: CallIds) -> list[ToolCallRef]:
+    return [
+        {
+            "toolCallId": ids.neutral(provider_id, name),
+            "toolName": name,
+            "toolInput": parse_arguments(arguments),
+        }
+        for name, provider_id, arguments in calls
+    ]
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
@@ -347,8 +350,6 @@ def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) 
         unsupported("audio in a response", _AUDIO_ADVICE, "choices[0].message.audio")
     if present(choice.get("logprobs")):
         unsupported("logprobs in a response", f"leave logprobs off; {_NOT_RECORDED}", "choices[0].logprobs")
-    if present(message.get("annotations")):
-        unsupported("annotations in a response", _NOT_RECORDED, "choices[0].message.annotations")
 
 
 def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) -> str:
@@ -413,7 +414,10 @@ def synthesize_response(
         "role": "assistant",
         "content": content,
         "refusal": recorded.text if refused else None,
-        "annotations": [],  # the Chat API sends an empty list for a message without citations
+        # the Chat API sends an empty list for a message without citations
+        "annotations": nested_wire(
+            next((p.get("citations", []) for p in recorded.parts if p["type"] == "text"), [])
+        ),
     }
     if recorded.has_calls:
         message["tool_calls"] = [
@@ -544,8 +548,8 @@ def synthesize_stream(
 
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
     refusal) in fixed-size pieces, each tool call's id and name and then its arguments in pieces, a
-    chunk with the finish reason, the usage chunk when the request's ``stream_options`` asks for it,
-    and ``data: [DONE]``.
+    chunk with the finish reason (and the annotations, when there are some), the usage chunk when
+    the request's ``stream_options`` asks for it, and ``data: [DONE]``.
     """
     completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
     head = {
@@ -580,7 +584,11 @@ def synthesize_stream(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in pieces(function["arguments"])
         )
-    chunks.append(chunk({}, choice["finish_reason"]))
+    chunks.append(
+        chunk(
+            {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
+        )
+    )
     if _includes_usage(request_body):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
     chunks.append(encode_event(None, "[DONE]"))

@@ -69,9 +69,16 @@ class _ToolDefinitionFields(TypedDict):
 
 
 class ToolDefinition(_ToolDefinitionFields, total=False):
-    """A tool the model may call; ``inputSchema`` only when the request gave an object."""
+    """A tool the model may call; ``inputSchema`` only when the request gave an object.
+
+    A provider-defined tool (a provider-run one such as web search, or a typed client tool such as
+    Anthropic's memory tool) names its provider type in ``builtin`` and keeps its other fields in
+    ``settings``.
+    """
 
     inputSchema: Any
+    builtin: str
+    settings: dict[str, Any]
 
 
 class Message(TypedDict):
@@ -94,8 +101,9 @@ class ModelInput(_ModelInputFields, total=False):
     params: dict[str, Any]
 
 
-#: Why a model output stopped, when it is not the ordinary end of its turn.
-Stop = Literal["length", "refusal"]
+#: Why a model output stopped, when it is not the ordinary end of its turn (``pause``: the provider
+#: paused a long turn of provider-run tools, and the agent sends it back to go on).
+Stop = Literal["length", "refusal", "pause"]
 
 
 class _FinalAnswerFields(TypedDict):
@@ -104,9 +112,10 @@ class _FinalAnswerFields(TypedDict):
 
 
 class FinalAnswer(_FinalAnswerFields, total=False):
-    """A ``model_output`` that ends the model's turn with text."""
+    """A ``model_output`` that ends the model's turn with text; ``content`` keeps its parts in order."""
 
     stop: Stop
+    content: list[dict[str, Any]]
 
 
 class _ToolCallsFields(TypedDict):
@@ -119,6 +128,7 @@ class ToolCallsOutput(_ToolCallsFields, total=False):
 
     text: str
     stop: Literal["length"]
+    content: list[dict[str, Any]]
 
 
 class SingleToolCall(TypedDict):

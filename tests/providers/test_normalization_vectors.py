@@ -31,6 +31,8 @@ _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
 STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-stream"})
 #: It records images as media parts (docs/cassette-format.md#media-parts) where the original refuses them.
 MEDIA_NOW_SUPPORTED = frozenset({"openai-reject-image-part"})
+#: It records provider-defined tools (``builtin`` with their ``settings``), so a server tool is recorded.
+SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -67,6 +69,9 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
     elif vector["name"] in MEDIA_NOW_SUPPORTED:
         [message] = provider.normalize_request(given, ids)["messages"]
         assert message["content"] == [{"type": "media", "kind": "image", "url": "x"}]
+    elif vector["name"] in SERVER_TOOLS_NOW_SUPPORTED:
+        [tool] = provider.normalize_request(given, ids)["tools"]
+        assert tool == {"name": "web_search", "description": "", "builtin": "web_search_20250305"}
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:
@@ -149,7 +154,7 @@ def test_provider_names() -> None:
 
 def test_the_superseded_vectors_are_the_stream_refusals() -> None:
     names = {vector["name"] for vector in VECTORS if vector["direction"] == "request_rejected"}
-    assert names >= STREAMING_NOW_SUPPORTED | MEDIA_NOW_SUPPORTED
+    assert names >= STREAMING_NOW_SUPPORTED | MEDIA_NOW_SUPPORTED | SERVER_TOOLS_NOW_SUPPORTED
 
 
 # -- CallIds -----------------------------------------------------------------------------------

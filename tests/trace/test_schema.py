@@ -182,7 +182,11 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
         "/steps/1/payload/calls/0",
         "is missing required field 'toolCallId'",
     ),
-    (_set("/steps/5/payload/stop", SECRET), "/steps/5/payload/stop", 'must be one of "length", "refusal"'),
+    (
+        _set("/steps/5/payload/stop", SECRET),
+        "/steps/5/payload/stop",
+        'must be one of "length", "refusal", "pause"',
+    ),
     (_set("/steps/5/payload/text", ["x"]), "/steps/5/payload/text", "must be a string"),
     (
         _set("/steps/0/payload/messages/0/role", "system"),
@@ -204,7 +208,8 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
     (
         _set("/steps/4/payload/messages/1/content/1/type", "image"),
         "/steps/4/payload/messages/1/content/1/type",
-        'must be one of "text", "tool_use", "tool_result", "media"',
+        'must be one of "text", "tool_use", "tool_result", "server_tool_use", "server_tool_result", '
+        '"compaction", "media"',
     ),
     (
         _set("/steps/4/payload/messages/2/content/0/error", "e"),

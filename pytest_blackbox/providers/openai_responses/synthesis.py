@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import arguments_text, read_output
+from ..responses_content import wire_annotations, wire_server_item
 
 
 def synthesize_response(
@@ -24,32 +25,31 @@ def synthesize_response(
     response_id = f"blackbox-replay-{output_index}"
     incomplete = recorded.stop == "length"
     items: list[dict[str, Any]] = []
-    if recorded.text or not recorded.has_calls:
-        part: dict[str, Any] = (
-            {"type": "refusal", "refusal": recorded.text}
-            if recorded.stop == "refusal"
-            else {"type": "output_text", "text": recorded.text, "annotations": [], "logprobs": []}
-        )
+    if recorded.stop == "refusal":
         items.append(
-            {
-                "id": f"msg_blackbox_replay_{output_index}_0",
-                "type": "message",
-                "role": "assistant",
-                "status": "incomplete" if incomplete else "completed",
-                "content": [part],
-            }
+            _message_item(output_index, 0, {"type": "refusal", "refusal": recorded.text}, incomplete)
         )
-    for call in recorded.calls:
-        items.append(
-            {
-                "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
-                "type": "function_call",
-                "call_id": call["toolCallId"],
-                "name": call["toolName"],
-                "arguments": arguments_text(call["toolInput"]),
-                "status": "completed",
-            }
-        )
+    for part in [] if recorded.stop == "refusal" else recorded.parts:
+        if part["type"] == "text":
+            annotations = wire_annotations(part.get("citations"))
+            text = {"type": "output_text", "text": part["text"], "annotations": annotations, "logprobs": []}
+            items.append(_message_item(output_index, len(items), text, incomplete))
+        elif part["type"] == "server_tool_use":
+            items.append(wire_server_item(part))
+        else:
+            items.append(
+                {
+                    "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
+                    "type": "function_call",
+                    "call_id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "arguments": arguments_text(part["toolInput"]),
+                    "status": "completed",
+                }
+            )
+    if not any(item["type"] in ("message", "function_call") for item in items):
+        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        items.insert(0, _message_item(output_index, 0, empty, incomplete))
     return {
         "id": response_id,
         "object": "response",
@@ -72,4 +72,14 @@ def synthesize_response(
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": 0,
         },
+    }
+
+
+def _message_item(output_index: int, position: int, part: dict[str, Any], incomplete: bool) -> dict[str, Any]:
+    return {
+        "id": f"msg_blackbox_replay_{output_index}_{position}",
+        "type": "message",
+        "role": "assistant",
+        "status": "incomplete" if incomplete else "completed",
+        "content": [part],
     }
