@@ -76,7 +76,7 @@ class ScreenshotAgent:
                 "content": [{"type": "text", "text": PROMPT}, {"type": "image", "source": image}],
             }
         ]
-        tools = [{"name": TOOL, "description": "The screen as an image.", "input_schema": SCHEMA}]
+        tools: list[Any] = [{"name": TOOL, "description": "The screen as an image.", "input_schema": SCHEMA}]
         try:
             for _ in range(3):
                 reply = await settle(
@@ -207,4 +207,7 @@ class ScreenshotAgent:
                 contents.append(types.Content(role="user", parts=parts))
             return "gave up"
         finally:
-            await (client.aio.aclose() if self.is_async else settle(client.close()))
+            if self.is_async:
+                await client.aio.aclose()
+            else:
+                client.close()
