@@ -35,20 +35,38 @@ def media_parts(payload: Any) -> list[dict[str, Any]]:
 def without_bytes(payload: P) -> P:
     """The payload with every media part's ``data`` left out: what a digest cassette holds and what a
     replay compares. The payload itself is returned when it has no bytes to leave out (so a text-only
-    request is never copied); otherwise only the objects on the way to a media part are copied."""
+    request is never copied); otherwise only the objects on the way to a media part are copied.
+
+    Each message is looked at once: a session hands the same normalized message object to every
+    request that repeats it (``CallIds.normalized``), so a long conversation is not walked again on
+    every call.
+    """
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return payload
     messages = payload["messages"]
-    changed = False
-    stripped: list[Any] = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        new = _strip_list(content)
-        if new is not None:
-            message = {**message, "content": new}
-            changed = True
-        stripped.append(message)
-    return cast(P, {**payload, "messages": stripped}) if changed else payload
+    stripped = [_stripped_message(message) for message in messages]
+    if all(new is old for new, old in zip(stripped, messages, strict=True)):
+        return payload
+    return cast(P, {**payload, "messages": stripped})
+
+
+#: Messages already looked at, by identity (kept alive with them): ``id → (message, stripped)``.
+_SEEN: dict[int, tuple[Any, Any]] = {}
+_SEEN_MAX: Final = 16384
+
+
+def _stripped_message(message: Any) -> Any:
+    entry = _SEEN.get(id(message))
+    if entry is not None and entry[0] is message:
+        return entry[1]
+    content = message.get("content") if isinstance(message, dict) else None
+    new = _strip_list(content)
+    result = message if new is None else {**message, "content": new}
+    if isinstance(content, list):  # a string content is cheaper to look at than to remember
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[id(message)] = (message, result)
+    return result
 
 
 def is_part_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
