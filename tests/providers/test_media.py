@@ -18,6 +18,8 @@ from pytest_blackbox.trace.media import media_parts, without_bytes
 DATA = b"%PDF-1.7 not really"
 B64 = base64.b64encode(DATA).decode()
 DIGEST = hashlib.sha256(DATA).hexdigest()
+#: Bytes whose base64 is all "+" and "/": "-" and "_" in the URL-safe alphabet.
+SIGNS = b"\xfb\xff\xbf" * 3
 GEMINI_PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
 
 
@@ -198,8 +200,15 @@ def test_a_responses_function_output_with_a_file_keeps_its_content_as_parts() ->
             bytes_part("document", "application/pdf"),
         ),
         (
-            {"inlineData": {"mimeType": "audio/ogg", "data": base64.urlsafe_b64encode(DATA).decode()}},
-            {**bytes_part("audio", "audio/ogg"), "data": base64.urlsafe_b64encode(DATA).decode()},
+            {"inlineData": {"mimeType": "audio/ogg", "data": base64.urlsafe_b64encode(SIGNS).decode()}},
+            {
+                "type": "media",
+                "kind": "audio",
+                "mediaType": "audio/ogg",
+                "sha256": hashlib.sha256(SIGNS).hexdigest(),
+                "byteLength": len(SIGNS),
+                "data": "+/+/+/+/+/+/",
+            },
         ),
         (
             {
