@@ -5,12 +5,15 @@ and every bad key or value refused with one line."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_blackbox import Secrets
 from pytest_blackbox.plugin.config import Settings, resolve_settings
+from pytest_blackbox.plugin.decision import Decision
+from pytest_blackbox.plugin.testrun import _session_options
 
 from .conftest import INNER_INI, MARKER_USAGE, QUIET, Counted, exact, summary
 
@@ -416,6 +419,12 @@ def test_the_media_setting_follows_the_precedence(
     module = pytester.getmodulecol(source, configargs=args)
     [item] = pytester.genitems([module])
     assert resolve_settings(item, fixture).media == expected
+
+
+def test_a_recording_session_gets_the_tests_media_setting(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    settings = _settings(pytester, "media='inline'", {})
+    options = _session_options(Decision("record", writes=True), settings, tmp_path / "pending.json")
+    assert (options.mode, options.media) == ("record", "inline")
 
 
 def test_the_session_is_function_scoped_as_documented(bare_dir: pytest.Pytester) -> None:
