@@ -41,7 +41,7 @@ from ..errors import (
     OfflineRequestError,
     ReplayDivergenceError,
 )
-from ..interception import Forward, ModelRequest, Reply
+from ..interception import Forward, ModelRequest, OtherRequest, Reply
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
 from ..vocabulary import Outcome
@@ -82,12 +82,22 @@ class CassetteSession(Session, RunAssertions):
         self.record_mode = record_mode
         #: The test that owns this session: calls from another test's threads are refused.
         self.owner: owners.Owner | None = None
+        #: The test's children followed, and the base URLs pointed at their relay.
+        self.children: ChildWatch | None = None
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
         other = owners.stray(self.owner)
-        if other is None:
+        if other is not None:
+            return owners.refuse_stray(request, other, self.owner)
+        if self.children is None:
             return super()._on_model(request)
-        return owners.refuse_stray(request, other, self.owner)
+        return self.children.handle(super()._on_model, request)
+
+    def _on_other(self, request: OtherRequest) -> Reply | Forward:
+        """A request to a base URL a recording pointed at the children's relay goes to the real one."""
+        if self.children is None:
+            return super()._on_other(request)
+        return self.children.handle(super()._on_other, request)
 
 
 def _process_gone(pid: int) -> bool:
@@ -205,9 +215,9 @@ class TestRun:
         if session.mode == "replay" and session.options.on_divergence == "fail":
             refusal = partial(messages.connection_refused, self.item.nodeid, self.settings.allowed_hosts)
             self.guard = SocketGuard(self.settings.allowed_hosts, refusal).start()
-        replay = session.mode == "replay"
-        self.children = follow_children(
-            session, self.owner, close=replay, allowed_hosts=self.settings.allowed_hosts
+        recording = session.mode == "record"
+        self.children = session.children = follow_children(
+            session, self.owner, recording=recording, allowed_hosts=self.settings.allowed_hosts
         )
 
     def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:
@@ -319,6 +329,8 @@ class TestRun:
         if self.children is not None:
             self.children.stop()
             self.children = None
+            if self.session is not None:
+                self.session.children = None
         if self._owner_mark is not None:
             owners.release(self._owner_mark)
             self._owner_mark = None
