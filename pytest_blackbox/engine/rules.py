@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
+from ..analysis.jsondiff import Difference
 from ..errors import BlackboxError, BlackboxUsageError
 from ..trace.secrets import REDACTED, truncate_masked
 
@@ -374,6 +375,19 @@ RULE_VALIDATORS: Final[dict[str, Callable[[Any], Any]]] = {
 # -- the comparison ----------------------------------------------------------------------------------
 
 
+def _covers(parts: tuple[PathPart, ...], shown: str, tool: str | None) -> bool:
+    """Whether an ignore path's ``parts`` cover the field a difference names (``shown``, as a
+    divergence prints it: a path that does not parse, such as one with a masked key, is covered by
+    none)."""
+    try:
+        named = _parse_path(shown)
+    except BlackboxUsageError:
+        return False
+    if named.tool != tool or len(named.parts) < len(parts):
+        return False
+    return all(part in (_WILDCARD, found) for part, found in zip(parts, named.parts, strict=False))
+
+
 @dataclass
 class MatchRules:
     """``ignore``, ``normalize`` and ``matcher``, as the replay comparison applies them.
@@ -439,6 +453,25 @@ class MatchRules:
                 "it must return None (the requests match) or a reason string"
             )
         return verdict or "the matcher refused the request"
+
+    def relaxing(self, where: Difference, recorded: Any, live: Any, tool: str | None = None) -> str:
+        """The rules that let a request (or ``tool``'s input) differing first at ``where`` match: the
+        ignore paths that cover that field, the normalize rules that change its value on either side
+        (and the matcher that judged an ignored field); else every rule that changed either side."""
+        used = [
+            f"the ignore rule {text}"
+            for path, text in zip(self._paths, self.ignore, strict=True)
+            if path.tool == tool and _covers(path.parts, where.path, tool)
+        ]
+        if used and self.matcher is not None and tool is None:
+            used.append(f"the matcher {_rule_name(self.matcher)}")
+        for rule in self.normalize:
+            if any(
+                _map_strings(v, partial(_apply, "normalize", rule)) != v
+                for v in (where.expected, where.actual)
+            ):
+                used.append(f"the normalize rule {_rule_name(rule)}")
+        return " and ".join(used) or f"the match rules ({self.applied(recorded, live, tool)})"
 
     def applied(self, recorded: Any, live: Any, tool: str | None = None) -> str | None:
         """Which rules changed either side, for a divergence message (``None``: none did)."""

@@ -29,6 +29,7 @@ from ..vocabulary import UNSET
 from . import exithooks, launched
 from .bodies import BodyParser
 from .cassettes import load_cassette
+from .comparison import Relaxation
 from .concurrency import inside_tool, last_call, note_call, running_tool
 from .ending import (
     RunReport,
@@ -198,6 +199,12 @@ class Session:
     def error(self) -> BlackboxError | None:
         """The first error this session met (a divergence, a refused field, …), if any."""
         return self._first_error
+
+    @property
+    def relaxed(self) -> Relaxation | None:
+        """The first request or tool input this replay matched only because a match rule (or the
+        ``sequence`` mode) relaxed the comparison, if any."""
+        return self._cursor.compare.relaxed if self._cursor is not None else None
 
     @property
     def finished(self) -> bool:

@@ -113,6 +113,14 @@ def unmarked_network_refused(nodeid: str, allowed_hosts: Sequence[str], action: 
     )
 
 
+def relaxed(nodeid: str, rules: str, path: str, index: int) -> str:
+    """The warning of a replay that passed only because ``rules`` relaxed the comparison of ``path``."""
+    return (
+        f"blackbox: {nodeid} passed because {rules} relaxed {path} at step {index}; compared as sent, "
+        "the replay would diverge there"
+    )
+
+
 def failure_block(error: BaseException, shown: str, *, recording: bool, rerecord_command: str) -> str:
     """The blackbox block of a failed test: the error, the cassette and, where it helps, the
     re-record command."""

@@ -39,6 +39,7 @@ from ..errors import (
     BlackboxUnsupportedError,
     CassetteError,
     OfflineRequestError,
+    RelaxedMatchWarning,
     ReplayDivergenceError,
 )
 from ..interception import Forward, ModelRequest, OtherRequest, Reply
@@ -156,6 +157,8 @@ class TestRun:
     read_only: bool = False
     #: The test's child processes followed into its session (``engine/children.py``).
     children: ChildWatch | None = None
+    #: A replay that passed only because a match rule relaxed a comparison: the warning saying so.
+    relaxed: str | None = None
     owner: owners.Owner | None = None
     _owner_mark: Any = None
     _env_patched: list[str] = field(default_factory=list)
@@ -377,6 +380,7 @@ class TestRun:
         if error is None:
             if self.outcome is None:
                 self.outcome = "recorded" if session.mode == "record" else "replayed"
+            self._warn_if_relaxed(session)
             return
         session.discard()
         self._drop_pending()
@@ -384,6 +388,14 @@ class TestRun:
         self.reported = True
         self._report_fork_failure(error)
         pytest.fail(self.failure_text(error), pytrace=False)
+
+    def _warn_if_relaxed(self, session: Session) -> None:
+        """A replay that passed only through a match rule says which rule relaxed which field."""
+        relaxation = session.relaxed
+        if self.outcome != "replayed" or relaxation is None:
+            return
+        self.relaxed = messages.relaxed(self.item.nodeid, relaxation.rules, relaxation.path, relaxation.index)
+        self.item.warn(RelaxedMatchWarning(self.relaxed))
 
     def _refused_connection(self) -> OfflineRequestError | None:
         return self.guard.refusal if self.guard is not None else None
