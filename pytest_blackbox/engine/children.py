@@ -86,7 +86,7 @@ class BaseUrls:
     arriving there says which variable sent it; ``originals`` holds their values before the test.
 
     In a recording (``retarget``) the followed processes, the test's own included, still reach the
-    real base URL: their forwarded requests are sent there instead (:meth:`sent_back`).
+    real base URL: their forwarded requests are sent there instead (:meth:`handle`).
     """
 
     relay_url: str
