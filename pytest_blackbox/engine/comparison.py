@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NoReturn
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference
@@ -186,14 +187,9 @@ class Comparison:
         if same or (same is None and same_json(turn.request, actual)):
             return
         diff = first_difference(turn.request, actual, self.secrets)
-        if diff is None:
-            return
-        if not self.exact and (self.rules is None or not same_json(self.recorded_view(turn), view)):
-            rules = SEQUENCE_RULE
-        else:
-            assert self.rules is not None
-            rules = self.rules.relaxing(diff, turn.request, actual)
-        self.relaxed = Relaxation(turn.input["index"], diff.path, rules)
+        if diff is not None:
+            views_equal = partial(same_json, self.recorded_view(turn), view)
+            self._note(turn.input["index"], diff, views_equal, turn.request, actual)
 
     def note_tool(self, pair: RecordedPair, name: str, tool_input: Any, view: Any) -> None:
         """A tool invocation claimed ``pair``: remember it if its input matched only through a rule."""
@@ -201,16 +197,28 @@ class Comparison:
             return
         recorded = pair.call["payload"].get("toolInput", ABSENT)
         diff = first_difference(recorded, tool_input, self.secrets)
-        if diff is None:
-            return
-        where = _tool_path(name, diff.path)
-        diff = Difference(where, diff.expected, diff.actual)
-        if not self.exact and (self.rules is None or not self.same_tool_input(name, recorded, view)):
+        if diff is not None:
+            diff = Difference(_tool_path(name, diff.path), diff.expected, diff.actual)
+            views_equal = partial(self.same_tool_input, name, recorded, view)
+            self._note(pair.call["index"], diff, views_equal, recorded, tool_input, name)
+
+    def _note(
+        self,
+        index: int,
+        diff: Difference,
+        views_equal: Callable[[], bool],
+        recorded: Any,
+        actual: Any,
+        tool: str | None = None,
+    ) -> None:
+        """Keep a relaxed comparison, naming what relaxed it: the ``sequence`` mode, unless the match
+        rules alone made both sides equal (``views_equal``), else the rules that did."""
+        if not self.exact and (self.rules is None or not views_equal()):
             rules = SEQUENCE_RULE
         else:
             assert self.rules is not None
-            rules = self.rules.relaxing(diff, recorded, tool_input, name)
-        self.relaxed = Relaxation(pair.call["index"], where, rules)
+            rules = self.rules.relaxing(diff, recorded, actual, tool)
+        self.relaxed = Relaxation(index, diff.path, rules)
 
     # -- what the mode requires ------------------------------------------------------------------
 

@@ -375,6 +375,11 @@ RULE_VALIDATORS: Final[dict[str, Callable[[Any], Any]]] = {
 # -- the comparison ----------------------------------------------------------------------------------
 
 
+def _changes(rule: NormalizeRule, *values: Any) -> bool:
+    """Whether a normalize rule changes any of ``values``."""
+    return any(_map_strings(v, partial(_apply, "normalize", rule)) != v for v in values)
+
+
 def _covers(parts: tuple[PathPart, ...], shown: str, tool: str | None) -> bool:
     """Whether an ignore path's ``parts`` cover the field a difference names (``shown``, as a
     divergence prints it: a path that does not parse, such as one with a masked key, is covered by
@@ -465,12 +470,11 @@ class MatchRules:
         ]
         if used and self.matcher is not None and tool is None:
             used.append(f"the matcher {_rule_name(self.matcher)}")
-        for rule in self.normalize:
-            if any(
-                _map_strings(v, partial(_apply, "normalize", rule)) != v
-                for v in (where.expected, where.actual)
-            ):
-                used.append(f"the normalize rule {_rule_name(rule)}")
+        used += [
+            f"the normalize rule {_rule_name(rule)}"
+            for rule in self.normalize
+            if _changes(rule, where.expected, where.actual)
+        ]
         return " and ".join(used) or f"the match rules ({self.applied(recorded, live, tool)})"
 
     def applied(self, recorded: Any, live: Any, tool: str | None = None) -> str | None:
@@ -482,9 +486,7 @@ class MatchRules:
                 whole or any(_without(v, path.parts) is not v for v in (recorded, live))
             ):
                 used.append(f"ignore {text}")
-        for rule in self.normalize:
-            if any(_map_strings(v, partial(_apply, "normalize", rule)) != v for v in (recorded, live)):
-                used.append(f"normalize {_rule_name(rule)}")
+        used += [f"normalize {_rule_name(rule)}" for rule in self.normalize if _changes(rule, recorded, live)]
         if self.matcher is not None and tool is None:
             used.append(f"matcher {_rule_name(self.matcher)}")
         return "; ".join(used) or None
