@@ -191,9 +191,10 @@ def _on_http(target: str) -> str:
     shown = session._mask(shown) if session is not None else shown
     if base_urls is not None and base_urls.retarget:
         text = (
-            f"a child process pytest-blackbox cannot follow sent {shown} during a recording, through "
-            "a base-URL variable the recording points at its own port; it was not sent, and the "
-            f"cassette would have missed it. {_FOLLOWED}"
+            f"a request to {shown} came during a recording through a base-URL variable the recording "
+            "points at its own port (from a child process pytest-blackbox cannot follow, or code "
+            "reading that variable without an SDK); it was not sent, and the cassette would have "
+            f"missed it. {_FOLLOWED}"
         )
     else:
         text = (

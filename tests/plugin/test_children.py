@@ -246,9 +246,10 @@ def test_a_child_that_cannot_follow_fails_a_recording_and_is_refused_in_a_replay
     _refusals(
         recorded,
         by_address,
-        "blackbox: a child process pytest-blackbox cannot follow sent TRIED during a recording, through a "
-        "base-URL variable the recording points at its own port; it was not sent, and the cassette would "
-        f"have missed it. {FOLLOWED_ONLY}",
+        "blackbox: a request to TRIED came during a recording through a base-URL variable the recording "
+        "points at its own port (from a child process pytest-blackbox cannot follow, or code reading "
+        "that variable without an SDK); it was not sent, and the cassette would have missed it. "
+        + FOLLOWED_ONLY,
         " (not written: the test failed)",
     )
     recorded.stdout.fnmatch_lines([exact(summary(refused=len(by_address), checked=False))])
