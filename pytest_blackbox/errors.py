@@ -70,6 +70,10 @@ class StrayCallWarning(UserWarning):
     """A model call came from a thread or task of a test that had ended: it was refused, not recorded."""
 
 
+class RelaxedMatchWarning(UserWarning):
+    """A replay passed only because a match rule (or the ``sequence`` mode) relaxed a comparison."""
+
+
 class ForkError(BlackboxError):
     """A fork could not be set up or run."""
 

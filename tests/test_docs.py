@@ -126,3 +126,37 @@ def test_the_recipe_for_clients_built_at_import_records_then_replays_offline(
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, *"])
     assert (pytester.path / "requests.txt").read_text() == "0"
+
+
+#: The pages that name, for each claim, the test that proves it.
+PROVING_PAGES = ("docs/security.md", "docs/limitations.md")
+_TEST_REFERENCE = re.compile(r"`((?:[\w.]+/)*test_\w+\.py)?::(test_\w+)`")
+
+
+def _test_file(name: str) -> Path:
+    """A test file as a page names it: a path from the repository root, or a file name of
+    tests/security (where the security page says its tests are), else of one file under tests/."""
+    if "/" in name:
+        return REPO / name
+    if (REPO / "tests" / "security" / name).is_file():
+        return REPO / "tests" / "security" / name
+    found = sorted((REPO / "tests").rglob(name))
+    assert len(found) == 1, f"{name} names {len(found)} files under tests/"
+    return found[0]
+
+
+@pytest.mark.parametrize("page", PROVING_PAGES)
+def test_every_test_a_proving_page_names_exists(page: str) -> None:
+    """``file.py::test_name`` (and ``::test_name``, in the file named last) is a test of that file:
+    a renamed or deleted test cannot leave a guarantee without its proof."""
+    missing = []
+    current: Path | None = None
+    named = 0
+    for found in _TEST_REFERENCE.finditer((REPO / page).read_text(encoding="utf-8")):
+        current = _test_file(found.group(1)) if found.group(1) else current
+        assert current is not None, f"{page}: {found.group(0)} follows no test file"
+        named += 1
+        if not re.search(rf"^(?:async )?def {found.group(2)}\(", current.read_text(encoding="utf-8"), re.M):
+            missing.append(f"{current.relative_to(REPO).as_posix()}::{found.group(2)}")
+    assert missing == []
+    assert named > 0 or page != "docs/security.md"

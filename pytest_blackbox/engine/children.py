@@ -11,17 +11,23 @@ fork hook turns it into a follower too.
 A child that cannot follow (not Python, ``python -S``, an environment of its own) must
 never reach a provider in a replay: the replay points the SDKs' base-URL variables and the proxy
 variables at the relay's port, which refuses plain HTTP and fails the test naming what was tried.
-See docs/pytest.md#child-processes and docs/limitations.md.
+A recording points the base-URL variables there too (not the proxies, which would carry every
+request of the test's process), so such a child's model call fails the test instead of missing
+from the cassette; the processes that are followed send theirs to the real base URL
+(:class:`BaseUrls`). See docs/pytest.md#child-processes and docs/limitations.md.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from .. import providers
 from ..errors import OfflineRequestError
@@ -30,21 +36,34 @@ from ..interception.relay import RelayClient, RelayServer, RelayUnavailable
 from . import owners
 from .wire import WireCall, refusal
 
-__all__ = ["CHILD_VAR", "CLOSED_VARIABLES", "ChildWatch", "follow_children", "start_from_environment"]
+__all__ = [
+    "CHILD_VAR",
+    "CLOSED_VARIABLES",
+    "BaseUrls",
+    "ChildWatch",
+    "follow_children",
+    "start_from_environment",
+]
 
 #: The relay's address (``host:port/token``), set only while a blackbox test runs.
 CHILD_VAR = "BLACKBOX_CHILD_RELAY"
-#: Variables a replay points at the relay's refusing port: the SDKs' base URLs and every proxy.
-BASE_URL_VARIABLES = (
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_BASE_URL",
-    "GOOGLE_GEMINI_BASE_URL",
-    "GOOGLE_VERTEX_BASE_URL",
-)
+#: In a recording, the base URLs the followed processes still use: JSON, variable → its value before
+#: the test (``null``: unset, the SDK's default).
+BASE_URLS_VAR = "BLACKBOX_CHILD_BASE_URLS"
+#: The SDKs' base-URL variables, each with the address its SDK uses when it is unset (Vertex AI's
+#: depends on the location: a recording closes that variable only when it is set).
+BASE_URL_VARIABLES: dict[str, str | None] = {
+    "ANTHROPIC_BASE_URL": "https://api.anthropic.com",
+    "OPENAI_BASE_URL": "https://api.openai.com/v1",
+    "GOOGLE_GEMINI_BASE_URL": "https://generativelanguage.googleapis.com",
+    "GOOGLE_VERTEX_BASE_URL": None,
+}
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+#: Variables a replay points at the relay's refusing port: the SDKs' base URLs and every proxy.
 CLOSED_VARIABLES = (*BASE_URL_VARIABLES, *PROXY_VARIABLES)
 _NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
+_Request = TypeVar("_Request", ModelRequest, OtherRequest)
 
 
 class _Parent:
@@ -55,8 +74,82 @@ class _Parent:
     relay: RelayServer | None = None
     session: Any = None
     owner: owners.CallOwner | None = None
+    #: The base URLs the running test pointed at the relay.
+    base_urls: BaseUrls | None = None
     #: The interception of a followed child (this process is one), if started.
     follower: Interceptor | None = None
+
+
+@dataclass(frozen=True)
+class BaseUrls:
+    """The base-URL variables pointed at the relay, each as ``<relay>/<VARIABLE>``, so that a request
+    arriving there says which variable sent it; ``originals`` holds their values before the test.
+
+    In a recording (``retarget``) the followed processes, the test's own included, still reach the
+    real base URL: their forwarded requests are sent there instead (:meth:`handle`).
+    """
+
+    relay_url: str
+    originals: dict[str, str | None]
+    retarget: bool = False
+
+    @classmethod
+    def from_environment(cls, address: str) -> BaseUrls:
+        """A followed child's view of its test's base URLs (sent on only in a recording)."""
+        relay_url = f"http://{address.partition('/')[0]}"
+        text = os.environ.get(BASE_URLS_VAR)
+        if not text:
+            return cls(relay_url, {})
+        originals = json.loads(text)
+        if not isinstance(originals, dict):
+            raise ValueError(f"{BASE_URLS_VAR} must hold a JSON object")
+        return cls(relay_url, originals, retarget=True)
+
+    def value(self, name: str) -> str:
+        return f"{self.relay_url}/{name}"
+
+    def real(self, name: str) -> str | None:
+        """Where the variable's SDK goes without the relay (``None``: not known)."""
+        return (self.originals.get(name) or BASE_URL_VARIABLES.get(name) or "").rstrip("/") or None
+
+    def split(self, path: str) -> tuple[str, str] | None:
+        """``(variable, rest)`` of a path under one of the variables' relay URLs."""
+        found = re.match(r"/([A-Z_]+)(?=[/?#]|\Z)(.*)\Z", path, re.DOTALL)
+        if found is None or found.group(1) not in self.originals:
+            return None
+        return found.group(1), found.group(2)
+
+    def real_url(self, url: str) -> str | None:
+        """Where a request to one of the relay URLs really goes, in a recording (``None``: elsewhere)."""
+        if not (self.retarget and url.startswith(self.relay_url + "/")):
+            return None
+        parts = self.split(url[len(self.relay_url) :])
+        real = self.real(parts[0]) if parts is not None else None
+        return real + parts[1] if real is not None and parts is not None else None
+
+    def handle(self, handler: Callable[[_Request], Reply | Forward], request: _Request) -> Reply | Forward:
+        """``handler``'s decision on ``request`` as if it went to the real base URL, and sent there."""
+        real = self.real_url(request.url)
+        if real is None:
+            return handler(request)
+        decision = handler(replace(request, url=real))
+        if isinstance(decision, Forward):
+            decision.target = real
+        return decision
+
+    def shown(self, target: str) -> str:
+        """``POST /ANTHROPIC_BASE_URL/v1/messages`` as the child meant it:
+        ``POST api.anthropic.com/v1/messages`` (no query, no credentials)."""
+        method, _, path = target.partition(" ")
+        parts = self.split(path)
+        if parts is None:
+            return target
+        real = self.real(parts[0])
+        if real is None:
+            return f"{method} {parts[1] or '/'} through {parts[0]}"
+        url = urlsplit(real + parts[1])
+        port = f":{url.port}" if url.port else ""
+        return f"{method} {url.hostname or ''}{port}{url.path}"
 
 
 def _relay() -> RelayServer:
@@ -83,17 +176,32 @@ def _on_other(request: OtherRequest) -> Reply | Forward:
         return session._on_other(request)  # type: ignore[no-any-return]
 
 
+#: What every refusal of the relay's port says about children that can be followed.
+_FOLLOWED = (
+    "Only Python children started with the test's environment are followed (not other programs, "
+    "`python -S`, or an env= of their own): run it that way, or make the request inside a wrapped "
+    "tool (blackbox.tool)"
+)
+
+
 def _on_http(target: str) -> str:
-    """A child that could not be followed tried the network through a variable a replay closed."""
-    session = _Parent.session
-    shown = session._mask(target) if session is not None else target
-    text = (
-        f"a request to {shown} came during a replay through the base-URL or proxy variables a replay "
-        "sets (from a child process pytest-blackbox cannot follow, or code reading those variables); "
-        "nothing was sent. Only Python children started with the test's environment are followed "
-        "(not other programs, `python -S`, or an env= of their own): run it that way, or make the "
-        "request inside a wrapped tool (blackbox.tool)"
-    )
+    """A child that could not be followed tried the network through a variable the test closed."""
+    session, base_urls = _Parent.session, _Parent.base_urls
+    shown = base_urls.shown(target) if base_urls is not None else target
+    shown = session._mask(shown) if session is not None else shown
+    if base_urls is not None and base_urls.retarget:
+        text = (
+            f"a request to {shown} came during a recording through a base-URL variable the recording "
+            "points at its own port (from a child process pytest-blackbox cannot follow, or code "
+            "reading that variable without an SDK); it was not sent, and the cassette would have "
+            f"missed it. {_FOLLOWED}"
+        )
+    else:
+        text = (
+            f"a request to {shown} came during a replay through the base-URL or proxy variables a "
+            "replay sets (from a child process pytest-blackbox cannot follow, or code reading those "
+            f"variables); nothing was sent. {_FOLLOWED}"
+        )
     if session is not None:
         session._refuse_call(OfflineRequestError(text))
     return "[blackbox] " + text
@@ -104,13 +212,19 @@ class ChildWatch:
     """One test's children followed: the variables it set, restored by :meth:`stop`."""
 
     session: Any
+    base_urls: BaseUrls
     saved: dict[str, str | None] = field(default_factory=dict)
+
+    def handle(self, handler: Callable[[_Request], Reply | Forward], request: _Request) -> Reply | Forward:
+        """The test's own request to a base URL a recording closed is decided and sent as the real one."""
+        return self.base_urls.handle(handler, request)
 
     def stop(self) -> None:
         with _Parent.lock:
             if _Parent.session is self.session:
                 _Parent.session = None
                 _Parent.owner = None
+                _Parent.base_urls = None
         for name, value in self.saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -120,16 +234,23 @@ class ChildWatch:
 
 
 def follow_children(
-    session: Any, owner: owners.CallOwner | None, *, close: bool, allowed_hosts: Iterable[str] = ()
+    session: Any, owner: owners.CallOwner | None, *, recording: bool, allowed_hosts: Iterable[str] = ()
 ) -> ChildWatch:
-    """Follow the children started from now on into ``session``; ``close``: a replay, so also point
-    the base-URL and proxy variables at the relay's refusing port (loopback and ``allowed_hosts``
-    stay reachable without the proxy)."""
+    """Follow the children started from now on into ``session``, and point the base-URL variables at
+    the relay's refusing port; a replay points the proxy variables there too (loopback and
+    ``allowed_hosts`` stay reachable without the proxy), a recording sends the followed processes'
+    requests to those base URLs on to the real ones (:class:`BaseUrls`)."""
     relay = _relay()
-    watch = ChildWatch(session)
-    values = {CHILD_VAR: relay.address}
-    if close:
-        values.update(dict.fromkeys(CLOSED_VARIABLES, relay.url))
+    originals = {name: os.environ.get(name) for name in BASE_URL_VARIABLES}
+    if recording:  # only the variables whose real address is known can be sent on
+        originals = {name: value for name, value in originals.items() if value or BASE_URL_VARIABLES[name]}
+    base_urls = BaseUrls(relay.url, originals, retarget=recording)
+    watch = ChildWatch(session, base_urls)
+    values = {CHILD_VAR: relay.address, **{name: base_urls.value(name) for name in originals}}
+    if recording:
+        values[BASE_URLS_VAR] = json.dumps(originals)
+    else:
+        values.update(dict.fromkeys(PROXY_VARIABLES, relay.url))
         values.update(dict.fromkeys(_NO_PROXY_VARIABLES, _no_proxy(allowed_hosts)))
     for name, value in values.items():
         watch.saved[name] = os.environ.get(name)
@@ -137,6 +258,7 @@ def follow_children(
     with _Parent.lock:
         _Parent.session = session
         _Parent.owner = owner
+        _Parent.base_urls = base_urls
     return watch
 
 
@@ -157,17 +279,18 @@ def _no_proxy(allowed: Iterable[str]) -> str:
 def _follow(address: str) -> None:
     """Intercept this process's calls and hand them to the relay at ``address``."""
     client = RelayClient(address)
+    base_urls = BaseUrls.from_environment(address)
 
     def on_model(request: ModelRequest) -> Reply | Forward:
         try:
-            return client.on_model(request)
+            return base_urls.handle(client.on_model, request)
         except RelayUnavailable as error:
             text = f"[blackbox] this child process's test has ended ({error}); the model call was not sent"
             return refusal(WireCall.provider_of(request), text)
 
     def on_other(request: OtherRequest) -> Reply | Forward:
         try:
-            return client.on_other(request)
+            return base_urls.handle(client.on_other, request)
         except RelayUnavailable as error:
             raise OfflineRequestError(
                 f"this child process's test has ended ({error}); the request was not sent"
@@ -199,7 +322,7 @@ def start_from_environment() -> None:
 def _after_fork_in_child() -> None:
     """A fork child holds a copy of the test's session: its calls go to the parent's instead."""
     relay, session = _Parent.relay, _Parent.session
-    _Parent.relay = _Parent.session = _Parent.owner = None
+    _Parent.relay = _Parent.session = _Parent.owner = _Parent.base_urls = None
     if relay is None:
         return
     address = relay.address

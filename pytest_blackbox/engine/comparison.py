@@ -2,7 +2,8 @@
 ``sequence``) and the match rules, as one policy object the replay cursor asks.
 
 ``strict`` requires every request and wrapped tool's input to equal the recorded one; ``sequence``
-only pairs them up. Both apply the match rules (the views compared) and the user's matcher.
+only pairs them up. Both apply the match rules (the views compared) and the user's matcher, and
+remember the first comparison that passed only because of them (:class:`Relaxation`).
 
 See docs/engine.md#replay-what-is-compared.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, NoReturn
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference
@@ -27,6 +30,7 @@ __all__ = [
     "REQUEST_HINT",
     "TOOL_INPUT_HINT",
     "Comparison",
+    "Relaxation",
     "SequenceComparison",
     "StrictComparison",
     "comparison_for",
@@ -49,6 +53,8 @@ Parts = tuple[str | None, list[str | None]]
 #: loaders share one trace between the sessions that replay it, so its side is computed once.
 _RECORDED_PARTS: OrderedDict[int, tuple[Any, Parts | None]] = OrderedDict()
 _RECORDED_MAX = 4096
+#: What relaxes every comparison of the ``sequence`` match mode.
+SEQUENCE_RULE = "the sequence match mode"
 
 
 def _parts(request: Any, message_text: Any) -> Parts | None:
@@ -68,9 +74,27 @@ def _recorded_parts(request: Any) -> Parts | None:
     return entry[1]
 
 
+@dataclass(frozen=True)
+class Relaxation:
+    """A request or tool input that matched its recording only because a rule relaxed the comparison:
+    as sent, it differs at ``path`` (masked) of step ``index``; ``rules`` names what let it through."""
+
+    index: int
+    path: str
+    rules: str
+
+
+def _tool_path(name: str, path: str) -> str:
+    """A path inside a tool's input as ``ignore`` writes it: ``tool NAME input.city``."""
+    if path == "(root)":
+        return f"tool {name} input"
+    return f"tool {name} input{'' if path.startswith('[') else '.'}{path}"
+
+
 class Comparison:
     """What both match modes share: the match rules' views of both sides (each recorded one computed
-    once), the user's matcher, and the closeness of a request to a recorded call.
+    once), the user's matcher, the closeness of a request to a recorded call, and the first
+    comparison a rule relaxed.
 
     The subclasses say what the mode requires of a request that answers a recorded call.
     """
@@ -87,6 +111,10 @@ class Comparison:
         self.rules = rules if rules is not None and rules.active else None
         self._views: dict[RecordedTurn, Any] = {}
         self._texts: dict[RecordedTurn, str] = {}
+        #: The last request's messages by identity (kept alive with them) and their ``identity_text``.
+        self._messages: dict[int, tuple[Any, str | None]] = {}
+        #: The first request or tool input that matched only through a rule (``None``: none did).
+        self.relaxed: Relaxation | None = None
 
     # -- views -----------------------------------------------------------------------------------
 
@@ -124,6 +152,73 @@ class Comparison:
     def same_tool_input(self, name: str, recorded: Any, view: Any) -> bool:
         """Whether a recorded tool input, as compared, equals an invocation's (``view``)."""
         return same_json(self.tool_view(name, recorded), view)
+
+    # -- exactly as recorded ---------------------------------------------------------------------
+
+    def same_parts(self, turn: RecordedTurn, request: Any) -> bool | None:
+        """Whether ``request`` equals the recorded request as sent, compared message by message: a
+        message the previous request held (the same normalized object, see ``CallIds.normalized``,
+        which the session hands out again only for byte-identical history) is not encoded again, and
+        each recorded request's parts are computed once per cassette. ``None``: either is no object
+        with a list of messages (compare them whole)."""
+        parts = _recorded_parts(turn.request)
+        actual = _parts(request, self._message_text) if parts is not None else None
+        if actual is None:
+            return None
+        self._messages = {id(message): self._messages[id(message)] for message in request["messages"]}
+        return None not in actual[1] and actual == parts
+
+    def _message_text(self, message: Any) -> str | None:
+        entry = self._messages.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = self._messages[id(message)] = (message, identity_text(message))
+        return entry[1]
+
+    def _relaxes(self) -> bool:
+        """Whether a comparison can pass on a difference (a rule is set, or the mode pairs only)."""
+        return self.relaxed is None and (self.rules is not None or not self.exact)
+
+    def note_request(self, turn: RecordedTurn, actual: Any, view: Any) -> None:
+        """A request answered ``turn``: remember it if it matched only through a rule. Computed only
+        while a rule could have relaxed it, and only until the first one that did."""
+        if not self._relaxes():
+            return
+        same = self.same_parts(turn, actual)
+        if same or (same is None and same_json(turn.request, actual)):
+            return
+        diff = first_difference(turn.request, actual, self.secrets)
+        if diff is not None:
+            views_equal = partial(same_json, self.recorded_view(turn), view)
+            self._note(turn.input["index"], diff, views_equal, turn.request, actual)
+
+    def note_tool(self, pair: RecordedPair, name: str, tool_input: Any, view: Any) -> None:
+        """A tool invocation claimed ``pair``: remember it if its input matched only through a rule."""
+        if not self._relaxes():
+            return
+        recorded = pair.call["payload"].get("toolInput", ABSENT)
+        diff = first_difference(recorded, tool_input, self.secrets)
+        if diff is not None:
+            diff = Difference(_tool_path(name, diff.path), diff.expected, diff.actual)
+            views_equal = partial(self.same_tool_input, name, recorded, view)
+            self._note(pair.call["index"], diff, views_equal, recorded, tool_input, name)
+
+    def _note(
+        self,
+        index: int,
+        diff: Difference,
+        views_equal: Callable[[], bool],
+        recorded: Any,
+        actual: Any,
+        tool: str | None = None,
+    ) -> None:
+        """Keep a relaxed comparison, naming what relaxed it: the ``sequence`` mode, unless the match
+        rules alone made both sides equal (``views_equal``), else the rules that did."""
+        if not self.exact and (self.rules is None or not views_equal()):
+            rules = SEQUENCE_RULE
+        else:
+            assert self.rules is not None
+            rules = self.rules.relaxing(diff, recorded, actual, tool)
+        self.relaxed = Relaxation(index, diff.path, rules)
 
     # -- what the mode requires ------------------------------------------------------------------
 
@@ -173,24 +268,17 @@ class StrictComparison(Comparison):
         #: Each compared recorded call's ``identity_text``, so a request is encoded once, not twice.
         self._identities: dict[RecordedTurn, str | None] = {}
         self._by_text: dict[str, list[RecordedTurn]] | None = None
-        #: The last request's messages by identity (kept alive with them) and their ``identity_text``.
-        self._messages: dict[int, tuple[Any, str | None]] = {}
 
     def identical(self, turn: RecordedTurn, view: Any) -> bool:
         """``identical_json`` of a recorded call (as compared) and a request.
 
-        Without match rules, a request is compared in parts, message by message: a message the
-        previous request held (the same normalized object, see ``CallIds.normalized``, which the
-        session hands out again only for byte-identical history) is not encoded again, and each
-        recorded request's parts are computed once per cassette. Equal parts are exactly equal
-        whole texts, so a change anywhere in the history is still a difference.
+        Without match rules, a request is compared in parts (:meth:`same_parts`). Equal parts are
+        exactly equal whole texts, so a change anywhere in the history is still a difference.
         """
         if self.rules is None:
-            parts = _recorded_parts(turn.request)
-            actual = _parts(view, self._message_text) if parts is not None else None
-            if actual is not None:
-                self._messages = {id(message): self._messages[id(message)] for message in view["messages"]}
-                return None not in actual[1] and actual == parts
+            same = self.same_parts(turn, view)
+            if same is not None:
+                return same
         if turn not in self._identities:
             self._identities[turn] = identity_text(self.recorded_view(turn))
         recorded = self._identities[turn]

@@ -165,8 +165,10 @@ class ReplayCursor:
     def compare_request(self, turn: RecordedTurn, actual: Any) -> None:
         """Strict mode: the request must equal the recorded one (the first difference is named); the
         matcher, if set, must accept it in both modes."""
-        self.compare.check_request(turn, actual, self.compare.view(actual))
+        view = self.compare.view(actual)
+        self.compare.check_request(turn, actual, view)
         self.compare.judge(turn, actual)
+        self.compare.note_request(turn, actual, view)
 
     def answer(self, actual: Any, *, in_order: bool) -> RecordedTurn:
         """The recorded call that answers this request; its round opens.
@@ -213,6 +215,7 @@ class ReplayCursor:
             self.compare.check_request(turn, actual, view)
         self._settle_before(turn)
         self.compare.judge(turn, actual)
+        self.compare.note_request(turn, actual, view)
         return self._use(turn)
 
     def _candidates(self, actual: Any) -> list[RecordedTurn]:
@@ -258,6 +261,7 @@ class ReplayCursor:
             )
         if exact is None:
             self.compare.check_tool(pair, name, tool_input, view)
+        self.compare.note_tool(pair, name, tool_input, view)
         pair.claimed = True
         return pair
 

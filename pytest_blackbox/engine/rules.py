@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
+from ..analysis.jsondiff import Difference
 from ..errors import BlackboxError, BlackboxUsageError
 from ..trace.secrets import REDACTED, truncate_masked
 
@@ -374,6 +375,24 @@ RULE_VALIDATORS: Final[dict[str, Callable[[Any], Any]]] = {
 # -- the comparison ----------------------------------------------------------------------------------
 
 
+def _changes(rule: NormalizeRule, *values: Any) -> bool:
+    """Whether a normalize rule changes any of ``values``."""
+    return any(_map_strings(v, partial(_apply, "normalize", rule)) != v for v in values)
+
+
+def _covers(parts: tuple[PathPart, ...], shown: str, tool: str | None) -> bool:
+    """Whether an ignore path's ``parts`` cover the field a difference names (``shown``, as a
+    divergence prints it: a path that does not parse, such as one with a masked key, is covered by
+    none)."""
+    try:
+        named = _parse_path(shown)
+    except BlackboxUsageError:
+        return False
+    if named.tool != tool or len(named.parts) < len(parts):
+        return False
+    return all(part in (_WILDCARD, found) for part, found in zip(parts, named.parts, strict=False))
+
+
 @dataclass
 class MatchRules:
     """``ignore``, ``normalize`` and ``matcher``, as the replay comparison applies them.
@@ -440,6 +459,24 @@ class MatchRules:
             )
         return verdict or "the matcher refused the request"
 
+    def relaxing(self, where: Difference, recorded: Any, live: Any, tool: str | None = None) -> str:
+        """The rules that let a request (or ``tool``'s input) differing first at ``where`` match: the
+        ignore paths that cover that field, the normalize rules that change its value on either side
+        (and the matcher that judged an ignored field); else every rule that changed either side."""
+        used = [
+            f"the ignore rule {text}"
+            for path, text in zip(self._paths, self.ignore, strict=True)
+            if path.tool == tool and _covers(path.parts, where.path, tool)
+        ]
+        if used and self.matcher is not None and tool is None:
+            used.append(f"the matcher {_rule_name(self.matcher)}")
+        used += [
+            f"the normalize rule {_rule_name(rule)}"
+            for rule in self.normalize
+            if _changes(rule, where.expected, where.actual)
+        ]
+        return " and ".join(used) or f"the match rules ({self.applied(recorded, live, tool)})"
+
     def applied(self, recorded: Any, live: Any, tool: str | None = None) -> str | None:
         """Which rules changed either side, for a divergence message (``None``: none did)."""
         used: list[str] = []
@@ -449,9 +486,7 @@ class MatchRules:
                 whole or any(_without(v, path.parts) is not v for v in (recorded, live))
             ):
                 used.append(f"ignore {text}")
-        for rule in self.normalize:
-            if any(_map_strings(v, partial(_apply, "normalize", rule)) != v for v in (recorded, live)):
-                used.append(f"normalize {_rule_name(rule)}")
+        used += [f"normalize {_rule_name(rule)}" for rule in self.normalize if _changes(rule, recorded, live)]
         if self.matcher is not None and tool is None:
             used.append(f"matcher {_rule_name(self.matcher)}")
         return "; ".join(used) or None

@@ -26,6 +26,7 @@ from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.secrets import mask
 from ..vocabulary import UNSET
 from . import exithooks, launched
+from .comparison import Relaxation
 from .concurrency import running_tool
 from .dispatch import Dispatch
 from .ending import (
@@ -162,6 +163,13 @@ class Session:
     def error(self) -> BlackboxError | None:
         """The first error this session met (a divergence, a refused field, …), if any."""
         return self._first_error
+
+    @property
+    def relaxed(self) -> Relaxation | None:
+        """The first request or tool input this replay matched only because a match rule (or the
+        ``sequence`` mode) relaxed the comparison, if any."""
+        cursor = self._dispatch.cursor
+        return cursor.compare.relaxed if cursor is not None else None
 
     @property
     def finished(self) -> bool:

@@ -87,11 +87,15 @@ class Forward:
         self,
         on_response: Callable[[UpstreamResponse], None] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
+        target: str | None = None,
     ) -> None:
         self.on_response = on_response
         #: Called (then the error re-raised) when no complete answer arrives: a connection error, a
         #: timeout, a body cut short. Lets the handler stop waiting for an answer that will never come.
         self.on_failure = on_failure
+        #: The URL to send the request to instead of its own (``None``: its own): a base URL the
+        #: handler pointed elsewhere for other processes, put back for this one.
+        self.target = target
 
     def failed(self, error: BaseException) -> None:
         """Tell the handler no complete answer will come."""

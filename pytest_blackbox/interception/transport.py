@@ -99,7 +99,16 @@ class InterceptTransport:
             return self._reply(decision)
         return await self._aforward(request, decision)
 
+    def _retargeted(self, request: Any, forward: Forward | None) -> Any:
+        """The request as it is sent: to the forward's target URL, if it names one."""
+        if forward is None or forward.target is None:
+            return request
+        request.url = self._lib.URL(forward.target)
+        request.headers["Host"] = request.url.netloc.decode("ascii")
+        return request
+
     def _forward(self, request: Any, forward: Forward | None) -> Any:
+        request = self._retargeted(request, forward)
         if forward is None or forward.on_response is None:
             return self._real.handle_request(request)
         try:
@@ -117,6 +126,7 @@ class InterceptTransport:
         return self._deliver(response, raw, forward.on_response)
 
     async def _aforward(self, request: Any, forward: Forward | None) -> Any:
+        request = self._retargeted(request, forward)
         if forward is None or forward.on_response is None:
             return await self._real.handle_async_request(request)
         try:

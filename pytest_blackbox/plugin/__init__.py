@@ -82,7 +82,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "--blackbox-block-network",
         action="store_true",
         default=None,
-        help="refuse the model calls of tests that are not blackbox tests (ini: blackbox_block_network)",
+        help="refuse the model calls and the network beyond loopback of tests that are not blackbox tests "
+        "(ini: blackbox_block_network)",
     )
     group.addoption(
         "--blackbox-allowed-hosts",
@@ -122,7 +123,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
     parser.addini(
         "blackbox_block_network",
-        "refuse the model calls of tests that are not blackbox tests",
+        "refuse the model calls, and the network beyond loopback, of tests that are not blackbox tests",
         type="bool",
         default=False,
     )
@@ -335,12 +336,14 @@ def _block_network(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
-    """With ``--blackbox-block-network``, a test that is not a blackbox test gets no model call through."""
+    """With ``--blackbox-block-network``, a test that is not a blackbox test gets no model call through,
+    and reaches nothing beyond loopback and the allowed hosts."""
     if not _block_network(item.config) or _uses_blackbox(item):
         return (yield)
+    from .config import config_hosts
     from .unmarked import UnmarkedGuard
 
-    guard = item.stash[_UNMARKED_KEY] = UnmarkedGuard(item).start()
+    guard = item.stash[_UNMARKED_KEY] = UnmarkedGuard(item, config_hosts(item.config)).start()
     try:
         return (yield)
     finally:

@@ -228,6 +228,11 @@ def cli_hosts(config: pytest.Config) -> list[str]:
     return [host for value in given for host in value.split(",") if host.strip()]
 
 
+def config_hosts(config: pytest.Config) -> tuple[str, ...]:
+    """The hosts the ini key and the option allow, for a test that has no marker to add its own."""
+    return tuple(dict.fromkeys(_allowed_hosts([*_ini_hosts(config), *cli_hosts(config)])))
+
+
 def check_ini(config: pytest.Config) -> None:
     """Refuse bad ini and option values once, at start-up, rather than in every test."""
     try:

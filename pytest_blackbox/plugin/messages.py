@@ -103,6 +103,24 @@ def connection_refused(nodeid: str, allowed_hosts: Sequence[str], action: str, w
     )
 
 
+def unmarked_network_refused(nodeid: str, allowed_hosts: Sequence[str], action: str, where: str) -> str:
+    """``--blackbox-block-network``'s refusal of what a test without the marker tried beyond loopback."""
+    hosts = ",".join([*allowed_hosts, where.split(":", 1)[0]])
+    return (
+        f"blackbox: {nodeid} is not a blackbox test, and --blackbox-block-network refuses its network "
+        f"access: it tried to {action} {where}; only loopback and the allowed hosts are reachable\n"
+        f"allow the host: --blackbox-allowed-hosts={hosts} (or the ini key blackbox_allowed_hosts)"
+    )
+
+
+def relaxed(nodeid: str, rules: str, path: str, index: int) -> str:
+    """The warning of a replay that passed only because ``rules`` relaxed the comparison of ``path``."""
+    return (
+        f"blackbox: {nodeid} passed because {rules} relaxed {path} at step {index}; compared as sent, "
+        "the replay would diverge there"
+    )
+
+
 def failure_block(error: BaseException, shown: str, *, recording: bool, rerecord_command: str) -> str:
     """The blackbox block of a failed test: the error, the cassette and, where it helps, the
     re-record command."""

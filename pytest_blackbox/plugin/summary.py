@@ -41,6 +41,9 @@ COUNTED_IF_ANY = (
     ("unwritable", "unwritable"),
     ("refused", "refused"),
 )
+#: Appended only when not zero: replays that passed only because a match rule (or the ``sequence``
+#: mode) relaxed a comparison; they are also counted as replayed.
+RELAXED = "replayed through a match rule"
 NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
 #: How much of a ``.json`` file is read to tell a cassette from another tool's file. Blackbox writes
 #: ``version``, ``id``, ``createdAt`` and ``steps`` first, so a cassette shows them at its start.
@@ -56,6 +59,12 @@ def _looks_like_cassette(path: Path) -> bool:
     except OSError:
         return False
     return _CASSETTE_HEAD.match(head.decode("utf-8", errors="replace")) is not None
+
+
+def _key(item: pytest.Item) -> str:
+    """A test as the summary keys it: file and node id (two test files outside the rootdir may get
+    the same node id)."""
+    return f"{item.path}::{item.nodeid}"
 
 
 def partial_selection(config: pytest.Config) -> bool:
@@ -87,6 +96,8 @@ class Summary:
     owners: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Not every test of the collected modules was selected: unused cassettes cannot be told.
     partial: bool = False
+    #: Tests (keyed like ``outcomes``) whose last attempt replayed only through a match rule.
+    relaxed: set[str] = field(default_factory=set)
 
     @property
     def counts(self) -> Counter[str]:
@@ -104,11 +115,15 @@ class Summary:
                 self.claimed.add(str(resolve_settings(item).cassette))
 
     def add_outcome(self, item: pytest.Item, outcome: str) -> None:
-        self.outcomes[f"{item.path}::{item.nodeid}"] = outcome
+        self.outcomes[_key(item)] = outcome
 
     def add_run(self, run: TestRun) -> None:
         if run.outcome is not None:
             self.add_outcome(run.item, run.outcome)
+            if run.relaxed is not None:
+                self.relaxed.add(_key(run.item))
+            else:
+                self.relaxed.discard(_key(run.item))
         if run.change is not None and run.outcome == "recorded":
             self.changed[str(run.cassette)] = run.change
         elif run.outcome == "recorded" and run.fork_out is None and not run.settings.live:
@@ -141,6 +156,7 @@ class Summary:
                 "folders": sorted(self.folders),
                 "owners": self.owners,
                 "partial": self.partial,
+                "relaxed": sorted(self.relaxed),
             }
         )
 
@@ -155,6 +171,7 @@ class Summary:
         for path, tests in data["owners"].items():
             self.owners.setdefault(path, {}).update(tests)
         self.partial = self.partial or data["partial"]
+        self.relaxed.update(data["relaxed"])
 
     def shown(self, path: str) -> str:
         """A path as the user types it: relative to the rootdir when it is inside."""
@@ -169,6 +186,8 @@ class Summary:
         parts = [f"{counts.get(key, 0)} {label}" for key, label in COUNTED]
         parts.append(NOT_CHECKED if unused is None else f"{unused} unused cassettes")
         parts += [f"{counts[key]} {label}" for key, label in COUNTED_IF_ANY if counts.get(key, 0)]
+        if self.relaxed:
+            parts.append(f"{len(self.relaxed)} {RELAXED}")
         return "blackbox: " + ", ".join(parts)
 
     def current_line(self) -> str:

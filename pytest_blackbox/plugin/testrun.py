@@ -36,8 +36,9 @@ from ..errors import (
     BlackboxError,
     CassetteError,
     OfflineRequestError,
+    RelaxedMatchWarning,
 )
-from ..interception import Forward, ModelRequest, Reply
+from ..interception import Forward, ModelRequest, OtherRequest, Reply
 from ..trace.io import load_trace, move_into_place
 from ..trace.model import Trace
 from ..vocabulary import Outcome
@@ -70,12 +71,22 @@ class CassetteSession(Session, RunAssertions):
         self.record_mode = record_mode
         #: The test that owns this session: calls from another test's threads are refused.
         self.owner: CallOwner | None = None
+        #: The test's children followed, and the base URLs pointed at their relay.
+        self.children: ChildWatch | None = None
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
         other = stray_owner(self.owner)
-        if other is None:
+        if other is not None:
+            return refuse_stray_call(request, other, self.owner)
+        if self.children is None:
             return super()._on_model(request)
-        return refuse_stray_call(request, other, self.owner)
+        return self.children.handle(super()._on_model, request)
+
+    def _on_other(self, request: OtherRequest) -> Reply | Forward:
+        """A request to a base URL a recording pointed at the children's relay goes to the real one."""
+        if self.children is None:
+            return super()._on_other(request)
+        return self.children.handle(super()._on_other, request)
 
 
 @dataclass
@@ -99,6 +110,8 @@ class TestRun:
     read_only: bool = False
     #: The test's child processes followed into its session (``engine/children.py``).
     children: ChildWatch | None = None
+    #: A replay that passed only because a match rule relaxed a comparison: the warning saying so.
+    relaxed: str | None = None
     owner: CallOwner | None = None
     _owner_mark: Any = None
     _env_patched: list[str] = field(default_factory=list)
@@ -151,9 +164,9 @@ class TestRun:
         if session.mode == "replay" and session.options.on_divergence == "fail":
             refusal = partial(messages.connection_refused, self.item.nodeid, self.settings.allowed_hosts)
             self.guard = SocketGuard(self.settings.allowed_hosts, refusal).start()
-        replay = session.mode == "replay"
-        self.children = follow_children(
-            session, self.owner, close=replay, allowed_hosts=self.settings.allowed_hosts
+        recording = session.mode == "record"
+        self.children = session.children = follow_children(
+            session, self.owner, recording=recording, allowed_hosts=self.settings.allowed_hosts
         )
 
     def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:
@@ -217,6 +230,8 @@ class TestRun:
         if self.children is not None:
             self.children.stop()
             self.children = None
+            if self.session is not None:
+                self.session.children = None
         if self._owner_mark is not None:
             release_calls(self._owner_mark)
             self._owner_mark = None
@@ -263,6 +278,7 @@ class TestRun:
         if error is None:
             if self.outcome is None:
                 self.outcome = "recorded" if session.mode == "record" else "replayed"
+            self._warn_if_relaxed(session)
             return
         session.discard()
         self._drop_pending()
@@ -270,6 +286,14 @@ class TestRun:
         self.reported = True
         self._report_fork_failure(error)
         pytest.fail(self.failure_text(error), pytrace=False)
+
+    def _warn_if_relaxed(self, session: Session) -> None:
+        """A replay that passed only through a match rule says which rule relaxed which field."""
+        relaxation = session.relaxed
+        if self.outcome != "replayed" or relaxation is None:
+            return
+        self.relaxed = messages.relaxed(self.item.nodeid, relaxation.rules, relaxation.path, relaxation.index)
+        self.item.warn(RelaxedMatchWarning(self.relaxed))
 
     def _refused_connection(self) -> OfflineRequestError | None:
         return self.guard.refusal if self.guard is not None else None

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_blackbox import ReplayDivergenceError, blackbox
+from pytest_blackbox.engine.comparison import Relaxation
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing import FakeProvider
 from tests.agents import gemini
@@ -75,6 +76,10 @@ def test_a_date_in_the_system_prompt_replays_across_days(
     run = replay(path, flavor, root, rules, system=dated("2026-03-04"))
     assert (run.answer, run.box.calls, attempts, len(fake_provider.requests)) == (FINAL, [], [], requests)
     assert "Today is 2026-01-01" in path.read_text(encoding="utf-8")  # the file keeps the real text
+    rule = "the normalize rule '\\\\d{4}-\\\\d{2}-\\\\d{2}' → '<date>'"
+    assert run.session.relaxed == Relaxation(0, "systemPrompt", rule)  # the rule made it pass
+    same_day = replay(path, flavor, root, rules, system=dated("2026-01-01"))
+    assert same_day.session.relaxed is None  # the rule changed nothing that differed
 
 
 def test_with_a_normalize_rule_a_change_elsewhere_still_fails(
@@ -161,9 +166,13 @@ def test_a_uuid_in_a_tool_argument(
     )
     root = fake_provider.base_url
     offline()
-    for rules in (
-        {"normalize": [(UUID, "<uuid>")]},
-        {"ignore": ["tool get_weather input.request_id", "tool get_time input.request_id"]},
+    for rules, relaxing in (
+        ({"normalize": [(UUID, "<uuid>")]}, f"the normalize rule {UUID!r} → '<uuid>'"),
+        (
+            {"ignore": ["tool get_weather input.request_id", "tool get_time input.request_id"]},
+            "the ignore rule tool get_weather input.request_id",
+        ),
+        ({"match": "sequence"}, "the sequence match mode"),
     ):
         run = replay(
             path,
@@ -174,6 +183,7 @@ def test_a_uuid_in_a_tool_argument(
             wrapped=tools_with_ids(flavor),
         )
         assert run.answer == FINAL
+        assert run.session.relaxed == Relaxation(2, "tool get_weather input.request_id", relaxing)
     message = diverged(
         path, flavor, root, {}, tool_extra={"request_id": "fresh"}, wrapped=tools_with_ids(flavor)
     )

@@ -105,10 +105,12 @@ def summary(
     invalid: int = 0,
     unwritable: int = 0,
     refused: int = 0,
+    relaxed: int = 0,
     checked: bool = True,
 ) -> str:
     """The summary line; the keyword-only counts are shown only when not zero. ``checked=False``: a
-    run that selected part of the suite, so unused cassettes were not looked for."""
+    run that selected part of the suite, so unused cassettes were not looked for. ``relaxed``: the
+    replays that passed only through a match rule."""
     extra = [
         f", {n} {label}"
         for n, label in (
@@ -118,6 +120,7 @@ def summary(
             (invalid, "invalid"),
             (unwritable, "unwritable"),
             (refused, "refused"),
+            (relaxed, "replayed through a match rule"),
         )
         if n
     ]

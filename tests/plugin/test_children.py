@@ -23,7 +23,9 @@ import pytest
 
 from .conftest import Counted, exact, summary
 
-#: The child's agent: one model call through the real anthropic SDK; the fake answers with a
+#: The child's agent: one model call through the real anthropic SDK, at the address
+#: ``ANTHROPIC_BASE_URL`` gives (the fake provider's, which the test's run points at its relay: the
+#: followed children still reach the provider while recording); the fake answers with a
 #: ``get_weather`` tool call naming the city it was asked about.
 KID_AGENT = """
 import os
@@ -33,7 +35,7 @@ import anthropic
 
 
 def ask(city):
-    client = anthropic.Anthropic(base_url=os.environ["FAKE_PROVIDER_URL"], api_key="fake-provider-key")
+    client = anthropic.Anthropic(api_key="fake-provider-key")
     message = client.messages.create(
         model="claude-haiku-4-5",
         max_tokens=100,
@@ -109,6 +111,7 @@ TESTS = [
 
 def _kids(counted: Counted, body: str = KIDS) -> None:
     counted.pytester.makepyfile(kid_agent=KID_AGENT, test_kids=body)
+    counted.pytester._monkeypatch.setenv("ANTHROPIC_BASE_URL", counted.fake.anthropic_base_url)
 
 
 def _model_inputs(counted: Counted, test: str) -> list[Any]:
@@ -164,20 +167,32 @@ import os
 import subprocess
 import sys
 
+import anthropic
 import pytest
+from agent import TOOLS, run_agent
+
+COMMANDS = {COMMANDS}
+MESSAGES = "/v1/messages"
 
 
 @pytest.mark.blackbox
-def test_unfollowed():
-    if os.environ.get("RUN_CHILD"):  # the recording did not run it; the replay does
-        done = subprocess.run(COMMAND, capture_output=True, text=True)
+@pytest.mark.parametrize("child", list(COMMANDS))
+def test_unfollowed(blackbox, child):
+    # the test's own client, built from ANTHROPIC_BASE_URL while the test runs: unaffected
+    client = anthropic.Anthropic(api_key="fake-provider-key")
+    assert run_agent(client, "What is the weather in Paris?", blackbox.tools(TOOLS)).endswith(" in Paris.")
+    if os.environ.get("RUN_CHILD"):  # the first recording did not run it
+        done = subprocess.run(eval(COMMANDS[child]), capture_output=True, text=True)
         print("the child said:", done.stdout.strip(), done.stderr.strip())
 """
-#: ``python -S`` skips the start-up hook (it finds the SDK through ``KID_SITE``); curl is no Python.
-#: Both use the SDK's default address, which a replay's variables send to the refusing port.
+#: Children that cannot follow: ``python -S`` skips the start-up hook (it finds the SDK through
+#: ``KID_SITE``), curl is no Python. The first two go where ``ANTHROPIC_BASE_URL`` says, which a
+#: recording and a replay point at the relay's refusing port; the third at a fixed address, which only
+#: a replay's proxy variables send there (a recording does not see it: it is never run recording).
 UNFOLLOWED_COMMANDS = {
-    "python -S": "[sys.executable, '-S', '-c', PYTHON_CALL]",
-    "curl": "['curl', '-sS', '-o', '/dev/null', 'https://api.anthropic.com/v1/messages']",
+    "python-S": "[sys.executable, '-S', '-c', PYTHON_CALL]",
+    "curl": "['curl', '-sS', '-o', '/dev/null', '-d', '{}', os.environ['ANTHROPIC_BASE_URL'] + MESSAGES]",
+    "curl-fixed": "['curl', '-sS', '-o', '/dev/null', 'https://api.anthropic.com/v1/messages']",
 }
 PYTHON_CALL = """
 import os, sys
@@ -189,39 +204,73 @@ try:
 except anthropic.APIStatusError as error:
     print(error.status_code)
 """
+FOLLOWED_ONLY = (
+    "Only Python children started with the test's environment are followed (not other programs, "
+    "`python -S`, or an env= of their own): run it that way, or make the request inside a wrapped tool "
+    "(blackbox.tool)"
+)
 
 
-@pytest.mark.parametrize("child", list(UNFOLLOWED_COMMANDS))
-def test_a_child_that_cannot_follow_is_refused_in_a_replay(counted_sync: Counted, child: str) -> None:
-    if child == "curl" and shutil.which("curl") is None:
-        pytest.skip("curl is not installed")
+def _refusals(result: pytest.RunResult, children: list[str], first: str, cassette: str) -> None:
+    for child in children:
+        tried = "api.anthropic.com:443" if child == "curl-fixed" else "POST 127.0.0.1:*/v1/messages"
+        result.stdout.fnmatch_lines(
+            [
+                f"*_ test_unfollowed[[]{child}[]] _*",
+                exact(first).replace("TRIED", tried),
+                exact(f"cassette: cassettes/test_kids/test_unfollowed[{child}].json{cassette}"),
+            ],
+            consecutive=True,
+        )
+
+
+def test_a_child_that_cannot_follow_fails_a_recording_and_is_refused_in_a_replay(
+    counted_sync: Counted,
+) -> None:
     counted = counted_sync
-    command = UNFOLLOWED_COMMANDS[child].replace("PYTHON_CALL", repr(PYTHON_CALL))
-    counted.pytester.makepyfile(test_kids=UNFOLLOWED.replace("COMMAND", command))
-    counted.run("--record-mode=once").assert_outcomes(passed=1)  # a cassette with no model call
+    children = [c for c in UNFOLLOWED_COMMANDS if not c.startswith("curl") or shutil.which("curl")]
+    commands = {c: UNFOLLOWED_COMMANDS[c].replace("PYTHON_CALL", repr(PYTHON_CALL)) for c in children}
+    counted.pytester.makepyfile(test_kids=UNFOLLOWED.replace("{COMMANDS}", repr(commands)))
     monkeypatch = counted.pytester._monkeypatch
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", counted.fake.anthropic_base_url)
+    counted.run("--record-mode=once").assert_outcomes(passed=len(children))
+    per_run = counted.sent // len(children)  # the test's own calls, recorded through its relay URL
+    assert per_run == 3
+    cassettes = {c: counted.cassette("test_kids", f"test_unfollowed[{c}]").read_bytes() for c in children}
+
     monkeypatch.setenv("KID_SITE", os.pathsep.join(site.getsitepackages()))
     monkeypatch.setenv("RUN_CHILD", "1")
+    by_address = [c for c in children if c != "curl-fixed"]
+    recorded = counted.run("--record-mode=all", "-k", "not fixed")
+    recorded.assert_outcomes(failed=len(by_address))
+    _refusals(
+        recorded,
+        by_address,
+        "blackbox: a request to TRIED came during a recording through a base-URL variable the recording "
+        "points at its own port (from a child process pytest-blackbox cannot follow, or code reading "
+        "that variable without an SDK); it was not sent, and the cassette would have missed it. "
+        + FOLLOWED_ONLY,
+        " (not written: the test failed)",
+    )
+    recorded.stdout.fnmatch_lines([exact(summary(refused=len(by_address), checked=False))])
+    assert counted.sent == per_run * (len(children) + len(by_address))  # the test's own calls only
+
     monkeypatch.setenv("CI", "1")
     replayed = counted.run()
-    replayed.assert_outcomes(failed=1)
-    tried = "api.anthropic.com:443" if child == "curl" else "POST /v1/messages"
-    replayed.stdout.fnmatch_lines(
-        [
-            "*_ test_unfollowed _*",
-            exact(
-                f"blackbox: a request to {tried} came during a replay through the base-URL or proxy "
-                "variables a replay sets (from a child process pytest-blackbox cannot follow, or code "
-                "reading those variables); nothing was sent. Only Python children started with the "
-                "test's environment are followed (not other programs, `python -S`, or an env= of their "
-                "own): run it that way, or make the request inside a wrapped tool (blackbox.tool)"
-            ),
-            "cassette: cassettes/test_kids/test_unfollowed.json",
-        ],
-        consecutive=True,
+    replayed.assert_outcomes(failed=len(children))
+    _refusals(
+        replayed,
+        children,
+        "blackbox: a request to TRIED came during a replay through the base-URL or proxy variables a "
+        "replay sets (from a child process pytest-blackbox cannot follow, or code reading those "
+        f"variables); nothing was sent. {FOLLOWED_ONLY}",
+        "",
     )
-    replayed.stdout.fnmatch_lines([exact(summary(refused=1))])
-    assert counted.sent == 0
+    replayed.stdout.fnmatch_lines([exact(summary(refused=len(children)))])
+    assert counted.sent == per_run * (len(children) + len(by_address))  # not one more request
+    assert {
+        c: counted.cassette("test_kids", f"test_unfollowed[{c}]").read_bytes() for c in children
+    } == cassettes
 
 
 STRAY = """
@@ -267,7 +316,7 @@ STRAY_REFUSAL = (
 
 def test_a_call_from_a_thread_of_an_ended_test_is_refused_naming_that_test(counted_sync: Counted) -> None:
     counted = counted_sync
-    counted.pytester.makepyfile(kid_agent=KID_AGENT, test_kids=STRAY)
+    _kids(counted, STRAY)
     for run, args in (("record", ("--record-mode=once",)), ("replay", ())):
         if run == "replay":
             counted.pytester._monkeypatch.setenv("CI", "1")

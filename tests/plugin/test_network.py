@@ -422,3 +422,67 @@ def test_the_hosts_file_names_loopback_names(tmp_path: Path) -> None:
     )
     assert loopback_names(str(hosts)) == {"localhost", "box", "ip6-box"}
     assert loopback_names(str(hosts) + ".missing") == frozenset()
+
+
+#: A test without the marker for each way out: a TCP connection, then those of ``DATAGRAMS_AND_NAMES``.
+UNMARKED_WAYS = {"tcp": (CONNECT["socket"], f"connect to {UNROUTED}:8080"), **DATAGRAMS_AND_NAMES}
+UNMARKED_SENDING = """
+import asyncio
+import socket
+
+import pytest
+
+WAYS = WAYS_SOURCE
+
+
+def _udp():
+    return socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+
+async def _resolve(name):
+    return await asyncio.get_running_loop().getaddrinfo(name, 443)
+
+
+@pytest.mark.parametrize("how", list(WAYS))
+def test_way_out(how):
+    _udp().sendto(b"hits:1|c", ("127.0.0.1", 8125))  # loopback stays reachable
+    socket.getaddrinfo("localhost", 8125)
+    try:
+        exec(WAYS[how])  # a metrics client, a lookup or a fetch of a test without the marker
+    except OSError:
+        pass  # allowed, but nothing answers (or no DNS) here
+"""
+
+
+def test_block_network_refuses_every_way_out_of_tests_without_the_marker(bare_dir: pytest.Pytester) -> None:
+    """The same ways out as the replay's guard (TCP, datagrams, name lookups), in one inner run;
+    then the allowed hosts let every one of them through."""
+    ways = {how: code for how, (code, _) in UNMARKED_WAYS.items()}
+    bare_dir.makepyfile(test_send=UNMARKED_SENDING.replace("WAYS_SOURCE", repr(ways)))
+    result = bare_dir.runpytest(*QUIET, "--blackbox-block-network")
+    result.assert_outcomes(failed=len(UNMARKED_WAYS))
+    for how, (_, tried) in UNMARKED_WAYS.items():
+        host = tried.rsplit(" ", 1)[1].split(":", 1)[0]
+        result.stdout.fnmatch_lines(
+            [
+                f"*_ {exact(f'test_way_out[{how}]')} _*",
+                exact(
+                    f"blackbox: test_send.py::test_way_out[{how}] is not a blackbox test, and "
+                    f"--blackbox-block-network refuses its network access: it tried to {tried}; only "
+                    "loopback and the allowed hosts are reachable"
+                ),
+                exact(
+                    f"allow the host: --blackbox-allowed-hosts={host} (or the ini key blackbox_allowed_hosts)"
+                ),
+            ],
+            consecutive=True,
+        )
+    result.stdout.fnmatch_lines([exact(summary(refused=len(UNMARKED_WAYS)))])
+
+    allowed = bare_dir.runpytest(*QUIET, "--blackbox-block-network", f"--blackbox-allowed-hosts={UNROUTED}")
+    to_address = sum(UNROUTED in tried for _, tried in UNMARKED_WAYS.values())
+    allowed.assert_outcomes(passed=to_address, failed=len(UNMARKED_WAYS) - to_address)
+    bare_dir.makeini(INNER_INI + f"blackbox_allowed_hosts = {UNROUTED} example.com\n")
+    both = bare_dir.runpytest(*QUIET, "--blackbox-block-network")
+    both.assert_outcomes(passed=len(UNMARKED_WAYS))
+    assert not any(line.startswith("blackbox:") for line in both.stdout.lines)

@@ -152,7 +152,7 @@ def record(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, **env: str)
 
 
 def replay(
-    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, **env: str
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, *args: str, **env: str
 ) -> pytest.RunResult:
     """A CI replay with no key; nothing may reach the provider."""
     sent = len(fake.requests)
@@ -160,7 +160,7 @@ def replay(
         scoped.setenv("CI", "true")
         for name, value in env.items():
             scoped.setenv(name, value)
-        result = pytester.runpytest(*QUIET)
+        result = pytester.runpytest(*QUIET, *args)
     assert len(fake.requests) == sent
     return result
 
@@ -179,7 +179,7 @@ def test_a_date_in_the_system_prompt_replays_across_days(
     record(bare_dir, clean_env, TODAY="2026-01-01")
     later = replay(bare_dir, clean_env, fake, TODAY="2026-12-01")
     later.assert_outcomes(passed=1)
-    later.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    later.stdout.fnmatch_lines([exact(summary(replayed=1, relaxed=1))])
 
     elsewhere = replay(bare_dir, clean_env, fake, TODAY="2026-12-01", CITY="Oslo")
     elsewhere.assert_outcomes(failed=1)
@@ -395,3 +395,91 @@ def test_a_pattern_matching_the_empty_text_is_refused_before_any_call(
         f"matches at least one character; usage: {MARKER_USAGE}"
     )
     assert fake.requests == []
+
+
+RELAXED = r"""
+import os
+
+import pytest
+
+import agent
+
+DATE = (r"\d{4}-\d{2}-\d{2}", "<date>")
+
+
+def same_family(recorded, live):
+    family = recorded["model"].rsplit("-", 1)[0]
+    return None if live["model"].startswith(family) else f"model {live['model']} is not a {family}"
+
+
+@pytest.fixture
+def later(monkeypatch):
+    # replaying later (LATER set): each test changes the one thing its rule is for
+    def change(name, value):
+        if os.environ.get("LATER"):
+            monkeypatch.setenv(name, value)
+
+    return change
+
+
+@pytest.mark.blackbox(normalize=[DATE])
+def test_date(client, blackbox, later):
+    later("TODAY", "2026-12-01")
+    assert agent.ask(client, blackbox).startswith("21")
+
+
+@pytest.mark.blackbox(ignore=["params.maxTokens"])
+def test_tokens(client, blackbox, later):
+    later("MAX_TOKENS", "1024")
+    assert agent.ask(client, blackbox).startswith("21")
+
+
+@pytest.mark.blackbox(ignore=["model"], match=same_family)
+def test_model(client, blackbox, later):
+    later("MODEL", "claude-sonnet-6")
+    assert agent.ask(client, blackbox).startswith("21")
+
+
+@pytest.mark.blackbox(match="sequence")
+def test_sequence(client, blackbox, later):
+    later("CITY", "Oslo")
+    assert agent.ask(client, blackbox).startswith("21")
+
+
+@pytest.mark.blackbox(normalize=[DATE], ignore=["params.maxTokens"])
+def test_untouched(client, blackbox, later):
+    assert agent.ask(client, blackbox).startswith("21")
+"""
+#: Test → what relaxed which field (the first one that differs as sent), at step 0.
+RELAXED_BY = {
+    "test_date": ("the normalize rule '\\\\d{4}-\\\\d{2}-\\\\d{2}' → '<date>'", "systemPrompt"),
+    "test_tokens": ("the ignore rule params.maxTokens", "params.maxTokens"),
+    "test_model": ("the ignore rule model and the matcher same_family", "model"),
+    "test_sequence": ("the sequence match mode", "messages[0].content"),
+}
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_the_summary_counts_the_replays_that_passed_only_through_a_match_rule(
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, workers: tuple[str, ...]
+) -> None:
+    """Each rule relaxes its field in its own test; a rule that changed nothing counts for nothing."""
+    bare_dir.makepyfile(test_rules=RELAXED)
+    with clean_env.context() as scoped:
+        scoped.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-rules-test-key-0123456789abcdef")
+        bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=5)
+    same = replay(bare_dir, clean_env, fake, *workers)
+    same.assert_outcomes(passed=5)
+    same.stdout.fnmatch_lines([exact(summary(replayed=5))])
+    assert "RelaxedMatchWarning" not in same.stdout.str()
+
+    later = replay(bare_dir, clean_env, fake, *workers, LATER="1")
+    later.assert_outcomes(passed=5, warnings=len(RELAXED_BY))
+    for test, (rules, path) in RELAXED_BY.items():
+        text = (
+            f"blackbox: test_rules.py::{test} passed because {rules} relaxed {path} at step 0; compared "
+            "as sent, the replay would diverge there"
+        )
+        later.stdout.fnmatch_lines([f"test_rules.py::{test}", "  *: RelaxedMatchWarning: " + exact(text)])
+    later.stdout.fnmatch_lines([exact(summary(replayed=5, relaxed=len(RELAXED_BY)))])
+    assert "test_rules.py::test_untouched" not in later.stdout.str()
