@@ -46,7 +46,7 @@ def ask(base_url: str, flavor: str, search: types.GoogleSearch | None = None) ->
             return chunks[-1]
         return await client.aio.models.generate_content(**options)
 
-    response = client.models.generate_content(**options) if flavor == "sync" else asyncio.run(call())
+    response: Any = client.models.generate_content(**options) if flavor == "sync" else asyncio.run(call())
     candidate = json.loads(response.candidates[0].model_dump_json(exclude_none=True))
     candidate.pop("content", None)  # a stream's last chunk holds only its own piece of the text
     return candidate
