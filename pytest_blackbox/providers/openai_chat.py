@@ -40,6 +40,7 @@ from .common import (
     unsupported,
 )
 from .content import nested_citations_of, nested_wire, ordered_output, text_part
+from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -190,7 +191,12 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
         results = None
         if role == "user":
             messages.append(
-                {"role": "user", "content": _content_text(message.get("content"), f"{at}.content")}
+                {
+                    "role": "user",
+                    "content": text_or_media(
+                        message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA
+                    ),
+                }
             )
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
