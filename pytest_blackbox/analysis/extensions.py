@@ -31,6 +31,8 @@ class Extension:
     part_types: frozenset[str] = frozenset()
     #: ``model_output`` payload fields that only it writes.
     output_fields: frozenset[str] = frozenset()
+    #: Tool definition fields (in a ``model_input``'s ``tools``) that only it writes.
+    tool_fields: frozenset[str] = frozenset()
 
     @property
     def doc(self) -> str:
@@ -39,6 +41,13 @@ class Extension:
 
 EXTENSIONS: Final[tuple[Extension, ...]] = (
     Extension("media parts", "media-parts", part_types=frozenset({MEDIA_PART})),
+    Extension(
+        "response content, provider-run tools and citations",
+        "response-content-provider-run-tools-and-citations",
+        part_types=frozenset({"server_tool_use", "server_tool_result", "compaction"}),
+        output_fields=frozenset({"content"}),
+        tool_fields=frozenset({"builtin", "settings"}),
+    ),
 )
 
 
@@ -46,16 +55,21 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
     """The extensions a trace's steps use, in table order (any JSON: nothing is assumed valid)."""
     part_types: set[Any] = set()
     output_fields: set[str] = set()
+    tool_fields: set[str] = set()
     for step in steps:
         if not isinstance(step, dict):
             continue
         payload = step.get("payload")
         if step.get("type") == "model_input":
             part_types.update(part.get("type") for part in message_parts(payload))
+            tools = payload.get("tools") if isinstance(payload, dict) else None
+            tool_fields.update(key for tool in tools or [] if isinstance(tool, dict) for key in tool)
         elif step.get("type") == "model_output" and isinstance(payload, dict):
             output_fields.update(payload)
     return [
         extension
         for extension in EXTENSIONS
-        if extension.part_types & part_types or extension.output_fields & output_fields
+        if extension.part_types & part_types
+        or extension.output_fields & output_fields
+        or extension.tool_fields & tool_fields
     ]

@@ -203,11 +203,22 @@ def _tool_result(block: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]
     return part
 
 
+def _is_tool_reference(block: Any) -> bool:
+    """A tool search result's ``{"type": "tool_reference", "tool_name"}`` block (the tool it found)."""
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_reference"
+        and isinstance(block.get("tool_name"), str)
+    )
+
+
 def _result_value(content: Any, at: str) -> Any:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
+    if isinstance(content, list) and content and all(_is_tool_reference(block) for block in content):
+        return {"toolReferences": [block["tool_name"] for block in content]}
     if isinstance(content, list):
         return message_content(anthropic_content(content, at))
     return json_copy(content)

@@ -64,7 +64,12 @@ def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
     provider_id = require_str(block.get("id"), f"{at}.id", side)
     tool_input = json_copy({} if block.get("input") is None else block["input"])
     if kind == "tool_use":
-        return {"type": "tool_use", "toolCallId": "", "toolName": name, "toolInput": tool_input}, provider_id
+        part = {"type": "tool_use", "toolCallId": "", "toolName": name, "toolInput": tool_input}
+        if block.get("caller") is not None:
+            part["caller"] = neutral_fields(
+                require_object(block["caller"], f"{at}.caller", side), f"{at}.caller"
+            )
+        return part, provider_id
     if kind == "mcp_tool_use":
         server = require_str(block.get(_MCP_SERVER), f"{at}.{_MCP_SERVER}", side)
         return server_use("", f"{server}/{name}", tool_input), provider_id
@@ -100,6 +105,9 @@ def neutral_parts(blocks: list[Block], ids: CallIds, at: str) -> list[dict[str, 
         if provider_id is None:
             parts.append(part)
         elif part["type"] == "tool_use":
+            caller = part.get("caller")
+            if isinstance(caller, dict) and isinstance(caller.get("toolId"), str):
+                part["caller"] = {**caller, "toolId": ids.server(caller["toolId"])[0]}
             parts.append({**part, "toolCallId": ids.neutral(provider_id, part["toolName"])})
         elif part["type"] == "server_tool_use":
             server_id, _ = ids.server(provider_id, part["toolName"])
@@ -132,12 +140,15 @@ def wire_block(part: dict[str, Any]) -> dict[str, Any]:
     if kind == "compaction":
         return {"type": "compaction", **wire_fields(part["content"])}
     if kind == "tool_use":
-        return {
+        block = {
             "type": "tool_use",
             "id": part["toolCallId"],
             "name": part["toolName"],
             "input": part["toolInput"],
         }
+        if "caller" in part:
+            block["caller"] = wire_fields(part["caller"])
+        return block
     name = part["toolName"]
     if kind == "server_tool_use":
         if "/" in name:

@@ -127,6 +127,12 @@ class CallIds:
             self._servers[provider_id] = known
         return known
 
+    def fresh_server(self) -> str:
+        """A new ``server-N`` for a provider-run tool's result that carries no id of its own."""
+        server_id = f"server-{self._next_server}"
+        self._next_server += 1
+        return server_id
+
     def resolve(self, provider_id: str) -> tuple[str, str]:
         """``(call-N, tool name)`` for an id a tool result refers to; ``"unknown"`` if no call named it."""
         call_id = self.neutral(provider_id)

@@ -32,6 +32,8 @@ __all__ = [
 _SNAKE: Final = re.compile(r"[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*")
 _CAMEL_PIECE: Final = re.compile(r"_([a-z])")
 _UPPER: Final = re.compile(r"[A-Z]")
+_PLAIN_TEXT: Final = frozenset({"type", "text"})
+_PLAIN_CALL: Final = frozenset({"type", "toolCallId", "toolName", "toolInput"})
 
 
 def text_part(text: str, citations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -77,11 +79,12 @@ def ordered_output(parts: list[dict[str, Any]], stop: Stop | None) -> FinalAnswe
 
 
 def _simple(parts: list[dict[str, Any]]) -> bool:
-    """Whether the parts are at most one plain text part followed by client tool calls."""
+    """Whether the parts are at most one plain text part followed by plain client tool calls."""
     kinds = [p["type"] for p in parts]
-    if any(kind not in ("text", "tool_use") for kind in kinds) or kinds.count("text") > 1:
+    plain = all(set(p) <= (_PLAIN_TEXT if p["type"] == "text" else _PLAIN_CALL) for p in parts)
+    if not plain or any(kind not in ("text", "tool_use") for kind in kinds) or kinds.count("text") > 1:
         return False
-    return ("text" not in kinds or kinds[0] == "text") and not any("citations" in p for p in parts)
+    return "text" not in kinds or kinds[0] == "text"
 
 
 # -- citations ---------------------------------------------------------------------------------

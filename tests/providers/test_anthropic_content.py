@@ -131,3 +131,28 @@ def test_typed_tools_are_compared_in_full() -> None:
             "settings": {"max_uses": 3},
         },
     ]
+
+
+def test_a_tool_search_result_of_tool_references_is_compared_as_the_tools_it_names() -> None:
+    found = {"type": "tool_reference", "tool_name": "get_rate"}
+    call = {"type": "tool_use", "id": "toolu_1", "name": "search_tools", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [found]}
+    messages = [{"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    parts: Any = anthropic.normalize_request({"messages": messages}, CallIds())["messages"][1]["content"]
+    assert parts[0]["result"] == {"toolReferences": ["get_rate"]}
+
+
+def test_a_call_s_caller_is_kept_and_given_back() -> None:
+    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": {"type": "direct"}}
+    output = anthropic.normalize_response({"content": [call], "stop_reason": "tool_use"}, CallIds())
+    assert output.get("content") == [
+        {
+            "type": "tool_use",
+            "toolCallId": "call-0",
+            "toolName": "f",
+            "toolInput": {},
+            "caller": {"type": "direct"},
+        }
+    ]
+    body = anthropic.synthesize_response(output, output_index=0, model="m", timestamp=0)
+    assert body["content"][0]["caller"] == {"type": "direct"}

@@ -461,9 +461,9 @@ REQUEST_REFUSALS = [
         id="code-execution",
     ),
     pytest.param(
-        request(tools=[{"googleSearch": {}}]),
-        "the googleSearch tool is not supported yet; only function declarations (client-executed tools) can "
-        "be recorded in this version; do the work in a wrapped tool (tools[0].googleSearch)",
+        request(tools=[{"codeExecution": {}}]),
+        "the codeExecution tool is not supported yet; only function declarations (client-executed tools) can "
+        "be recorded in this version; do the work in a wrapped tool (tools[0].codeExecution)",
         id="server-tool",
     ),
     pytest.param(
@@ -699,12 +699,12 @@ RESPONSE_REFUSALS = [
     pytest.param(
         {
             "candidates": [
-                {**response(text("a"))["candidates"][0], "groundingMetadata": {"webSearchQueries": ["q"]}}
+                {**response(text("a"))["candidates"][0], "logprobsResult": {"chosenCandidates": []}}
             ]
         },
-        "groundingMetadata in a response",
-        "(candidates[0].groundingMetadata)",
-        id="grounding",
+        "logprobsResult in a response",
+        "(candidates[0].logprobsResult)",
+        id="logprobs",
     ),
     pytest.param(
         response(call("f", {}, "p1"), {"inlineData": {"mimeType": "image/png", "data": "iVBO"}}),
@@ -926,3 +926,39 @@ def test_a_blocked_prompt_streams_to_its_refusal() -> None:
     body = b'data: {"promptFeedback": {"blockReason": "OTHER"}}\n\n'
     message = refusal_message(lambda: gemini.normalize_response(gemini.collect_stream(body), CallIds()))
     assert message.startswith('a blocked prompt (blockReason "OTHER")')
+
+
+GROUNDING: Any = {
+    "webSearchQueries": ["weather Paris"],
+    "groundingChunks": [{"web": {"uri": "https://w.example", "title": "W"}}],
+    "groundingSupports": [
+        {"segment": {"startIndex": 0, "endIndex": 5, "text": "Sunny"}, "groundingChunkIndices": [0]}
+    ],
+}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "stream"])
+def test_google_search_grounding_is_recorded_and_given_back(streamed: bool) -> None:
+    tools = gemini.normalize_request(request(user(text("q")), tools=[{"googleSearch": {}}]), CallIds())[
+        "tools"
+    ]
+    assert tools == [{"name": "googleSearch", "description": "", "builtin": "googleSearch"}]
+    live = response(text("Sunny in Paris."))
+    live["candidates"][0]["groundingMetadata"] = GROUNDING
+    output: Any = gemini.normalize_response(live, CallIds())
+    assert output["content"] == [
+        {
+            "type": "server_tool_result",
+            "toolCallId": "server-0",
+            "toolName": "googleSearch",
+            "result": GROUNDING,
+        },
+        {"type": "text", "text": "Sunny in Paris."},
+    ]
+    where: Any = {"output_index": 0, "model": "m", "timestamp": 0}
+    if streamed:
+        replayed = gemini.collect_stream(b"".join(gemini.synthesize_stream(output, **where)))
+    else:
+        replayed = gemini.synthesize_response(output, **where)
+    assert replayed["candidates"][0]["groundingMetadata"] == GROUNDING
+    assert gemini.normalize_response(replayed, CallIds()) == output

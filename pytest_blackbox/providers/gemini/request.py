@@ -22,6 +22,7 @@ from ..common import (
     tool_definition,
     unsupported,
 )
+from ..content import builtin_tool
 from ..media import GEMINI_MEDIA, gemini_media, message_content
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call, wire_field
 
@@ -45,6 +46,8 @@ _PARAMS: Final = (
 _RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
 _MODEL_ADVICE: Final = "a model content is recorded as its text and function calls"
 _TEXT_OUTPUT_ADVICE: Final = "only text output can be recorded in this version"
+#: Built-in tools whose results a response carries as candidate metadata, recorded (docs/providers.md).
+_BUILTINS: Final = ("googleSearch", "urlContext")
 _SERVER_TOOL_ADVICE: Final = (
     "only function declarations (client-executed tools) can be recorded in this version; "
     "do the work in a wrapped tool"
@@ -236,9 +239,16 @@ def _tools(request: dict[str, Any]) -> list[ToolDefinition]:
                 if value is not None and not isinstance(value, list):
                     malformed(f"{at}.{key}", "a list")
                 tools.extend(_declaration(item, f"{at}.{key}[{i}]") for i, item in enumerate(value or []))
+            elif _camel(key) in _BUILTINS and (value is None or isinstance(value, dict)):
+                tools.append(builtin_tool(_camel(key), _camel(key), value or {}, ()))
             elif value is not None:
                 unsupported(f"the {key} tool", _SERVER_TOOL_ADVICE, f"{at}.{key}")
     return tools
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word.capitalize() for word in rest)
 
 
 def _declaration(raw: Any, at: str) -> ToolDefinition:

@@ -11,6 +11,7 @@ from ...trace.model import ModelOutput, Stop, ToolCallRef
 from ..common import (
     CallIds,
     final_answer,
+    json_copy,
     label,
     list_field,
     malformed,
@@ -18,13 +19,16 @@ from ..common import (
     tool_calls_output,
     unsupported,
 )
+from ..content import ordered_output, server_result, text_part
 from ..sse import event_object, parse_events, stream_problem
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call
 
 #: Wire finish reason → neutral stop (a replay sends each back as the reason it came from).
 FINISH_REASONS: Final[dict[str, Stop | None]] = {"STOP": None, "MAX_TOKENS": "length", "SAFETY": "refusal"}
 #: Candidate fields only server-side features produce; a replay could not give them back.
-_SERVER_CANDIDATE_FIELDS: Final = ("groundingMetadata", "urlContextMetadata", "logprobsResult")
+_SERVER_CANDIDATE_FIELDS: Final = ("logprobsResult",)
+#: Candidate metadata the built-in tools return → the tool it is recorded under.
+METADATA_TOOLS: Final = {"groundingMetadata": "googleSearch", "urlContextMetadata": "urlContext"}
 
 
 def normalize_response(body: Any, ids: CallIds, conversation: Conversation | None = None) -> ModelOutput:
@@ -41,12 +45,21 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
     for field in _SERVER_CANDIDATE_FIELDS:
         if candidate.get(field) is not None:
             unsupported(f"{field} in a response", NOT_RECORDED, f"candidates[0].{field}")
+    results = [
+        server_result("", tool, json_copy(candidate[field]))
+        for field, tool in METADATA_TOOLS.items()
+        if candidate.get(field) is not None
+    ]
     neutral_calls: list[ToolCallRef] = []
     for position, (provider_id, name, args) in enumerate(calls):
         call_id = ids.neutral(provider_id, name) if provider_id is not None else ids.fresh()
         if conversation is not None:
             ids.bind(conversation.call_key(position), call_id, name)
         neutral_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
+    if results:
+        found = [{**result, "toolCallId": ids.fresh_server()} for result in results]
+        texts = [text_part(text)] if text else []
+        return ordered_output(found + texts + [{"type": "tool_use", **call} for call in neutral_calls], stop)
     if neutral_calls:
         return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
     return final_answer(text, stop)

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from ..common import ReplayOutput, label, read_output, unsupported
 from ..sse import encode_event, pieces
-from .response import FINISH_REASONS
+from .response import FINISH_REASONS, METADATA_TOOLS
 
 #: Neutral stop → the finish reason a replay sends: the one it was recorded from.
 _REPLAYED_FINISH: Final[dict[str | None, str]] = {stop: reason for reason, stop in FINISH_REASONS.items()}
@@ -71,6 +71,16 @@ def _replay_parts(recorded: ReplayOutput) -> list[dict[str, Any]]:
     return parts
 
 
+def _metadata(recorded: ReplayOutput) -> dict[str, Any]:
+    """The candidate metadata the recorded built-in tools' results came from (grounding, URL context)."""
+    fields = {tool: field for field, tool in METADATA_TOOLS.items()}
+    return {
+        fields[part["toolName"]]: part["result"]
+        for part in recorded.parts
+        if part["type"] == "server_tool_result" and part["toolName"] in fields
+    }
+
+
 def _chunk(
     parts: list[dict[str, Any]], recorded: ReplayOutput, model: str | None, output_index: int, *, last: bool
 ) -> dict[str, Any]:
@@ -81,6 +91,7 @@ def _chunk(
     candidate: dict[str, Any] = {"content": content}
     if last:
         candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
+        candidate.update(_metadata(recorded))
     candidate["index"] = 0
     chunk: dict[str, Any] = {"candidates": [candidate]}
     if last:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .wire import (
@@ -35,9 +35,22 @@ _STATUSES = {
 _PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, call_ids: bool, thinking: bool, gzip: bool) -> Script:
+def script(
+    ids: Ids,
+    text: str | None,
+    calls: Calls,
+    *,
+    call_ids: bool,
+    thinking: bool,
+    gzip: bool,
+    grounding: Mapping[str, Any] | None = None,
+) -> Script:
+    """A generateContent answer; ``grounding`` is the candidate's ``groundingMetadata`` (googleSearch)."""
+
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
+        if grounding is not None:
+            response["candidates"][0]["groundingMetadata"] = dict(grounding)
         headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
         match = _PATH.search(request.path)
         streams = match is not None and match.group(2) == "streamGenerateContent"
@@ -101,6 +114,8 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
         piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
         if last:
             piece["finishReason"] = candidate["finishReason"]
+            if "groundingMetadata" in candidate:
+                piece["groundingMetadata"] = candidate["groundingMetadata"]
         chunk = {"candidates": [piece], **head, **tail}
         yield f"data: {compact(chunk)}\r\n\r\n".encode()
 

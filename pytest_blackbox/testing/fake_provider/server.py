@@ -191,8 +191,19 @@ class FakeProvider:
         script = openai_responses.output_script(self._ids, items, gzip=gzip)
         self._push(script, openai_responses.PROTOCOL, said("".join(texts) or None, calls))
 
-    def queue_gemini_text(self, text: str, *, thinking: bool = False, gzip: bool = False) -> None:
-        self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip)
+    def queue_gemini_text(
+        self,
+        text: str,
+        *,
+        thinking: bool = False,
+        gzip: bool = False,
+        grounding: Mapping[str, Any] | None = None,
+    ) -> None:
+        """A Gemini text answer; ``grounding`` is its ``groundingMetadata`` (a googleSearch answer)."""
+        script = gemini.script(
+            self._ids, text, [], call_ids=False, thinking=thinking, gzip=gzip, grounding=grounding
+        )
+        self._push(script, gemini.PROTOCOL, said(text, []))
 
     def queue_gemini_tool_calls(
         self,
