@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn, TypeVar
+from typing import Any, Final, Literal, NoReturn, TypeVar, get_args
 
 from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_stringify
@@ -26,6 +26,7 @@ from ..trace.model import (
     FinalAnswer,
     Message,
     ModelInput,
+    Omitted,
     Stop,
     ToolCallRef,
     ToolCallsOutput,
@@ -33,6 +34,7 @@ from ..trace.model import (
 )
 
 __all__ = [
+    "OMITTABLE",
     "CallIds",
     "ReplayOutput",
     "arguments_text",
@@ -55,6 +57,9 @@ __all__ = [
     "tool_definition",
     "unsupported",
 ]
+
+#: The neutral names a ``model_output``'s ``omitted`` may hold (``Omitted`` in the trace model).
+OMITTABLE: Final[tuple[str, ...]] = get_args(Omitted)
 
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
@@ -402,6 +407,10 @@ class ReplayOutput:
     calls: list[dict[str, Any]]
     text: str
     stop: str | None
+    #: The recorded moderation result (camelCase), when the response had one.
+    moderation: dict[str, Any] | None = None
+    #: The neutral names of wire fields the response left out (see ``providers.envelope``).
+    omitted: frozenset[str] = frozenset()
 
     @property
     def has_calls(self) -> bool:
@@ -420,7 +429,7 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text")
         if not isinstance(text, str):
             _bad_output("is a final_answer without a string text")
-        return ReplayOutput([], text, _stop(output, ("length", "refusal")))
+        return ReplayOutput([], text, _stop(output, ("length", "refusal")), *_envelope(output))
     if kind == "tool_call":
         return ReplayOutput([_call(output)], "", None)
     if kind == "tool_calls":
@@ -430,7 +439,8 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text", "")
         if not isinstance(text, str):
             _bad_output("has a text that is not a string")
-        return ReplayOutput([_call(call) for call in calls], text, _stop(output, ("length",)))
+        calls_read = [_call(call) for call in calls]
+        return ReplayOutput(calls_read, text, _stop(output, ("length",)), *_envelope(output))
     _bad_output(f"has type {label(kind)} (expected tool_calls, tool_call or final_answer)")
 
 
@@ -448,6 +458,15 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
     if stop is not None and stop not in allowed:
         _bad_output(f"has stop {label(stop)} (a {output['type']} output allows only {' or '.join(allowed)})")
     return stop
+
+
+def _envelope(output: dict[str, Any]) -> tuple[dict[str, Any] | None, frozenset[str]]:
+    moderation, omitted = output.get("moderation"), output.get("omitted", [])
+    if moderation is not None and not isinstance(moderation, dict):
+        _bad_output("has a moderation that is not a JSON object")
+    if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
+        _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
+    return moderation, frozenset(omitted)
 
 
 def _bad_output(problem: str) -> NoReturn:

@@ -39,6 +39,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
+from .envelope import moderation_wire, with_envelope
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -84,6 +85,7 @@ _PARAMS: Final = (
     ("verbosity", "verbosity"),
     ("prediction", "prediction"),
     ("modalities", "modalities"),
+    ("moderation", "moderation"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -311,6 +313,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop: Literal["length"] | None = "length" if finish == "length" else None
+    moderation = response.get("moderation")
     if calls:
         neutral_calls: list[ToolCallRef] = [
             {
@@ -320,8 +323,10 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             }
             for name, provider_id, arguments in calls
         ]
-        return tool_calls_output(neutral_calls, text, stop)
-    return final_answer(text, "refusal" if refusal is not None else stop)
+        return with_envelope(tool_calls_output(neutral_calls, text, stop), moderation=moderation)
+    return with_envelope(
+        final_answer(text, "refusal" if refusal is not None else stop), moderation=moderation
+    )
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
@@ -419,7 +424,7 @@ def synthesize_response(
             for call in recorded.calls
         ]
     finish = "length" if recorded.stop == "length" else "tool_calls" if recorded.has_calls else "stop"
-    return {
+    completion = {
         "id": f"blackbox-replay-{output_index}",
         "object": "chat.completion",
         "created": int(timestamp // 1000),
@@ -427,6 +432,9 @@ def synthesize_response(
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
+    if recorded.moderation is not None:
+        completion["moderation"] = moderation_wire(recorded.moderation)
+    return completion
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -462,7 +470,7 @@ class _CompletionCollector:
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: Any = None
         self._logprobs: Any = None
-        self._usage: Any = None
+        self._tail: dict[str, Any] = {}  # usage and moderation, from the chunks after the choices
 
     def add(self, chunk: dict[str, Any], position: int) -> None:
         if chunk.get("error") is not None:
@@ -471,8 +479,7 @@ class _CompletionCollector:
             stream_problem(f"reported an error ({label(error_type)}) at event {position}")
         if self._head is None:
             self._head = {key: chunk[key] for key in _CHUNK_HEAD if chunk.get(key) is not None}
-        if chunk.get("usage") is not None:
-            self._usage = chunk["usage"]
+        self._tail.update((key, chunk[key]) for key in ("usage", "moderation") if chunk.get(key) is not None)
         for choice in list_field(chunk, "choices", "response"):
             self._choice(require_object(choice, "choices[0]", "response"), position)
 
@@ -517,10 +524,7 @@ class _CompletionCollector:
         if self._calls:
             message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]
         choice = {"index": 0, "message": message, "finish_reason": self._finish, "logprobs": self._logprobs}
-        completion = {**self._head, "object": "chat.completion", "choices": [choice]}
-        if self._usage is not None:
-            completion["usage"] = self._usage
-        return completion
+        return {**self._head, "object": "chat.completion", "choices": [choice], **self._tail}
 
 
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
@@ -539,7 +543,7 @@ def synthesize_stream(
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
     refusal) in fixed-size pieces, each tool call's id and name and then its arguments in pieces, a
     chunk with the finish reason, the usage chunk when the request's ``stream_options`` asks for it,
-    and ``data: [DONE]``.
+    the moderation chunk when one was recorded, and ``data: [DONE]``.
     """
     completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
     head = {
@@ -577,6 +581,8 @@ def synthesize_stream(
     chunks.append(chunk({}, choice["finish_reason"]))
     if _includes_usage(request_body):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
+    if "moderation" in completion:
+        chunks.append(encode_event(None, {**head, "choices": [], "moderation": completion["moderation"]}))
     chunks.append(encode_event(None, "[DONE]"))
     return chunks
 

@@ -98,7 +98,22 @@ class ModelInput(_ModelInputFields, total=False):
 Stop = Literal["length", "refusal"]
 
 
-class _FinalAnswerFields(TypedDict):
+#: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
+Omitted = Literal["candidateIndex", "textLogprobs"]
+
+
+class _Envelope(TypedDict, total=False):
+    """What a response carries besides its text and calls, present only when the response had it.
+
+    ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
+    ``omitted`` names wire fields this response left out, so a replay leaves them out too.
+    """
+
+    moderation: dict[str, Any]
+    omitted: list[Omitted]
+
+
+class _FinalAnswerFields(_Envelope):
     type: Literal["final_answer"]
     text: str
 
@@ -109,7 +124,7 @@ class FinalAnswer(_FinalAnswerFields, total=False):
     stop: Stop
 
 
-class _ToolCallsFields(TypedDict):
+class _ToolCallsFields(_Envelope):
     type: Literal["tool_calls"]
     calls: list[ToolCallRef]
 

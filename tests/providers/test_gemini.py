@@ -621,7 +621,10 @@ def test_text_parts_join_as_the_sdk_joins_them_and_thoughts_are_dropped() -> Non
 
 @pytest.mark.parametrize(
     "candidate",
-    [{"finishReason": "STOP", "index": 0}, {"content": {"role": "model"}, "finishReason": "STOP"}],
+    [
+        {"finishReason": "STOP", "index": 0},
+        {"content": {"role": "model"}, "finishReason": "STOP", "index": 0},
+    ],
     ids=["no-content", "no-parts"],
 )
 def test_no_text_at_all_is_an_empty_final_answer(candidate: dict[str, Any]) -> None:

@@ -391,7 +391,7 @@ def output_message(*parts: dict[str, Any], status: str = "completed") -> dict[st
 
 
 def output_text(text: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], **fields}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": [], **fields}
 
 
 def test_text_is_a_final_answer_and_reasoning_and_empty_parts_are_dropped() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ...trace.model import ModelOutput, Stop, ToolCallRef
+from ...trace.model import ModelOutput, Omitted, Stop, ToolCallRef
 from ..common import (
     CallIds,
     final_answer,
@@ -18,6 +18,7 @@ from ..common import (
     tool_calls_output,
     unsupported,
 )
+from ..envelope import with_envelope
 from ..sse import event_object, parse_events, stream_problem
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call
 
@@ -47,9 +48,11 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
         if conversation is not None:
             ids.bind(conversation.call_key(position), call_id, name)
         neutral_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
+    omitted: tuple[Omitted, ...] = () if "index" in candidate else ("candidateIndex",)
     if neutral_calls:
-        return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
-    return final_answer(text, stop)
+        calls_output = tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
+        return with_envelope(calls_output, omitted=omitted)
+    return with_envelope(final_answer(text, stop), omitted=omitted)
 
 
 def _candidate(response: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +120,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     """
     response: dict[str, Any] = {}
     candidate: dict[str, Any] | None = None
+    indexed = False  # whether the chunks number their candidate (the API may leave index out)
     parts: list[Any] = []
     for position, event in enumerate(parse_events(body)):
         chunk = event_object(event, position)
@@ -133,6 +137,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
                 unsupported(
                     "more than one candidate in a stream", "a replay returns one", f"event {position}"
                 )
+            indexed = indexed or "index" in piece
             content = piece.get("content")
             if isinstance(content, dict):
                 parts.extend(list_field(content, "parts", "response"))
@@ -148,5 +153,6 @@ def collect_stream(body: bytes) -> dict[str, Any]:
         return response  # a blocked prompt: normalize_response names the reason
     if candidate.get("finishReason") is None:
         stream_problem("ended before a finishReason (it was cut short)", cut_short=True)
-    response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, "index": 0}]
+    index = {"index": 0} if indexed else {}
+    response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, **index}]
     return response

@@ -81,7 +81,8 @@ def _chunk(
     candidate: dict[str, Any] = {"content": content}
     if last:
         candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
-    candidate["index"] = 0
+    if "candidateIndex" not in recorded.omitted:
+        candidate["index"] = 0
     chunk: dict[str, Any] = {"candidates": [candidate]}
     if last:
         chunk["usageMetadata"] = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}

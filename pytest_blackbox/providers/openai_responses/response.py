@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ...trace.model import ModelOutput, ToolCallRef
+from ...trace.model import ModelOutput, Omitted, ToolCallRef
 from ..common import (
     CallIds,
     final_answer,
@@ -20,6 +20,7 @@ from ..common import (
     tool_calls_output,
     unsupported,
 )
+from ..envelope import with_envelope
 from .request import TEXT_ADVICE
 
 _ONE_TEXT_ADVICE: Final = (
@@ -36,7 +37,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """
     response = require_object(body, "the response body", "response")
     stop = _status_stop(response)
-    text, refusal, calls = _response_output(response)
+    text, refusal, calls, omitted = _response_output(response)
+    moderation = response.get("moderation")
     if refusal is not None:
         if text or calls or stop is not None:
             unsupported(
@@ -44,7 +46,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 "a replay returns a refusal alone",
                 "output",
             )
-        return final_answer(refusal, "refusal")
+        return with_envelope(final_answer(refusal, "refusal"), moderation=moderation)
+    omitted = omitted if text or not calls else ()
     if calls:
         neutral_calls: list[ToolCallRef] = [
             {
@@ -54,8 +57,9 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             }
             for call_id, name, arguments in calls
         ]
-        return tool_calls_output(neutral_calls, text, stop)
-    return final_answer(text, stop)
+        calls_output = tool_calls_output(neutral_calls, text, stop)
+        return with_envelope(calls_output, moderation=moderation, omitted=omitted)
+    return with_envelope(final_answer(text, stop), moderation=moderation, omitted=omitted)
 
 
 def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
@@ -85,10 +89,14 @@ def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
     )
 
 
-def _response_output(response: dict[str, Any]) -> tuple[str, str | None, list[tuple[str, str, Any]]]:
+def _response_output(
+    response: dict[str, Any],
+) -> tuple[str, str | None, list[tuple[str, str, Any]], tuple[Omitted, ...]]:
+    """The text, the refusal, the calls and, when a text part came without ``logprobs``, that fact."""
     text: str | None = None
     refusal: str | None = None
     calls: list[tuple[str, str, Any]] = []
+    omitted: tuple[Omitted, ...] = ()
     for index, raw in enumerate(list_field(response, "output", "response")):
         at = f"output[{index}]"
         item = require_object(raw, at, "response")
@@ -101,7 +109,10 @@ def _response_output(response: dict[str, Any]) -> tuple[str, str | None, list[tu
         elif kind == "message":
             for position, part in enumerate(list_field(item, "content", "response")):
                 where = f"{at}.content[{position}]"
-                piece, refused = _output_part(require_object(part, where, "response"), where)
+                content = require_object(part, where, "response")
+                piece, refused = _output_part(content, where)
+                if not refused and content.get("logprobs") is None:
+                    omitted = ("textLogprobs",)
                 if refused:
                     if refusal is not None:
                         unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
@@ -118,7 +129,7 @@ def _response_output(response: dict[str, Any]) -> tuple[str, str | None, list[tu
                 "only message and function_call output items can be recorded in this version",
                 at,
             )
-    return text or "", refusal, calls
+    return text or "", refusal, calls, omitted
 
 
 def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:

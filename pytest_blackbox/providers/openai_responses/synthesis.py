@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import arguments_text, read_output
+from ..envelope import moderation_wire
 
 
 def synthesize_response(
@@ -17,8 +18,9 @@ def synthesize_response(
 
     The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
     and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
-    recorded step's time in seconds. A final answer always has a message item, so ``output_text``
-    reads as it did live, even for an empty answer.
+    recorded step's time in seconds. A text part has ``logprobs: []`` unless the recorded response
+    left them out (``omitted``); a recorded moderation result comes back as ``moderation``. A final
+    answer always has a message item, so ``output_text`` reads as it did live, even for an empty answer.
     """
     recorded = read_output(output)
     response_id = f"blackbox-replay-{output_index}"
@@ -28,8 +30,10 @@ def synthesize_response(
         part: dict[str, Any] = (
             {"type": "refusal", "refusal": recorded.text}
             if recorded.stop == "refusal"
-            else {"type": "output_text", "text": recorded.text, "annotations": [], "logprobs": []}
+            else {"type": "output_text", "text": recorded.text, "annotations": []}
         )
+        if part["type"] == "output_text" and "textLogprobs" not in recorded.omitted:
+            part["logprobs"] = []
         items.append(
             {
                 "id": f"msg_blackbox_replay_{output_index}_0",
@@ -50,7 +54,7 @@ def synthesize_response(
                 "status": "completed",
             }
         )
-    return {
+    response = {
         "id": response_id,
         "object": "response",
         "created_at": int(timestamp // 1000),
@@ -73,3 +77,6 @@ def synthesize_response(
             "total_tokens": 0,
         },
     }
+    if recorded.moderation is not None:
+        response["moderation"] = moderation_wire(recorded.moderation)
+    return response

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -35,9 +37,20 @@ _STATUSES = {
 _PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, call_ids: bool, thinking: bool, gzip: bool) -> Script:
+def script(
+    ids: Ids,
+    text: str | None,
+    calls: Calls,
+    *,
+    call_ids: bool,
+    thinking: bool,
+    gzip: bool,
+    envelope: Envelope = PLAIN,
+) -> Script:
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
+        if not envelope.candidate_index:
+            del response["candidates"][0]["index"]
         headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
         match = _PATH.search(request.path)
         streams = match is not None and match.group(2) == "streamGenerateContent"
@@ -98,7 +111,9 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
     groups += [calls] if calls else []
     for index, parts in enumerate(groups or [[]]):
         last = index == max(len(groups), 1) - 1
-        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+        if "index" in candidate:
+            piece["index"] = candidate["index"]
         if last:
             piece["finishReason"] = candidate["finishReason"]
         chunk = {"candidates": [piece], **head, **tail}

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -32,9 +34,11 @@ _ERROR_TYPES = {429: "requests", 401: "invalid_request_error", 400: "invalid_req
 PROCESSING_MS = ("openai-processing-ms", "321")
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool) -> Script:
+def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         completion = _completion(request, ids, text, calls)
+        if envelope.moderation is not None:
+            completion["moderation"] = dict(envelope.moderation)
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
         chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None
@@ -110,6 +114,8 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     yield chunk({}, choice["finish_reason"])
     if include_usage:
         yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
+    if "moderation" in completion:
+        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
     yield sse(None, "[DONE]")
 
 

@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 from ...errors import BlackboxUsageError
 from . import anthropic, gemini, openai_chat, openai_responses
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -150,26 +152,30 @@ class FakeProvider:
         """An Anthropic Messages answer (``POST /v1/messages``), streamed when the request asks for it."""
         self._push(anthropic.script(self._ids, text, calls, gzip=gzip), anthropic.PROTOCOL, said(text, calls))
 
-    def queue_openai_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_openai_tool_calls([], text=text, gzip=gzip)
+    def queue_openai_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
+        self.queue_openai_tool_calls([], text=text, gzip=gzip, envelope=envelope)
 
-    def queue_openai_tool_calls(self, calls: Calls, text: str | None = None, *, gzip: bool = False) -> None:
+    def queue_openai_tool_calls(
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
+    ) -> None:
         """A Chat Completions answer (``POST …/chat/completions``), streamed when the request asks for it."""
-        script = openai_chat.script(self._ids, text, calls, gzip=gzip)
+        script = openai_chat.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, openai_chat.PROTOCOL, said(text, calls))
 
-    def queue_responses_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_responses_tool_calls([], text=text, gzip=gzip)
+    def queue_responses_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
+        self.queue_responses_tool_calls([], text=text, gzip=gzip, envelope=envelope)
 
     def queue_responses_tool_calls(
-        self, calls: Calls, text: str | None = None, *, gzip: bool = False
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
         """A Responses API answer (``POST …/responses``), streamed when the request asks for it."""
-        script = openai_responses.script(self._ids, text, calls, gzip=gzip)
+        script = openai_responses.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, openai_responses.PROTOCOL, said(text, calls))
 
-    def queue_gemini_text(self, text: str, *, thinking: bool = False, gzip: bool = False) -> None:
-        self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip)
+    def queue_gemini_text(
+        self, text: str, *, thinking: bool = False, gzip: bool = False, envelope: Envelope = PLAIN
+    ) -> None:
+        self.queue_gemini_tool_calls([], text=text, thinking=thinking, gzip=gzip, envelope=envelope)
 
     def queue_gemini_tool_calls(
         self,
@@ -179,12 +185,15 @@ class FakeProvider:
         call_ids: bool = False,
         thinking: bool = False,
         gzip: bool = False,
+        envelope: Envelope = PLAIN,
     ) -> None:
         """A Gemini answer (``…:generateContent``), streamed for ``:streamGenerateContent``.
 
         Function calls have no ``id`` unless ``call_ids`` (Gemini 2.x sends none, Gemini 3 does).
         """
-        script = gemini.script(self._ids, text, calls, call_ids=call_ids, thinking=thinking, gzip=gzip)
+        script = gemini.script(
+            self._ids, text, calls, call_ids=call_ids, thinking=thinking, gzip=gzip, envelope=envelope
+        )
         self._push(script, gemini.PROTOCOL, said(text, calls))
 
     # --- observations ----------------------------------------------------------------------------

@@ -26,6 +26,25 @@ Calls = Sequence[tuple[str, Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
+class Envelope:
+    """What a scripted answer carries besides its text and calls: the response's envelope.
+
+    ``moderation`` is an OpenAI moderation result, the response's ``moderation`` in both OpenAI APIs
+    (a streamed Chat answer sends it in a last chunk without choices). ``text_logprobs=False`` leaves
+    ``logprobs`` out of a Responses text part and ``candidate_index=False`` leaves ``index`` out of a
+    Gemini candidate, as those APIs may.
+    """
+
+    moderation: Mapping[str, Any] | None = None
+    text_logprobs: bool = True
+    candidate_index: bool = True
+
+
+#: The envelope of an ordinary answer.
+PLAIN = Envelope()
+
+
+@dataclass(frozen=True)
 class ReceivedRequest:
     """One request as the server saw it; header names are lower-cased, ``json`` is None if not JSON."""
 
