@@ -3,7 +3,7 @@
 A request becomes a ``model_input``: ``system`` the system prompt, ``messages`` neutral messages with
 provider tool ids mapped to ``call-N``, custom tools neutral tool definitions, and the behaviour
 controls ``params``. A response becomes a ``model_output``. Anything a replay could not give back
-as it was (images, server tools, citations, a stop sequence, …) is refused with a
+as it was (images, server tools, citations, …) is refused with a
 ``BlackboxUnsupportedError`` naming the field, so nothing is recorded that would replay altered.
 
 Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
@@ -85,6 +85,12 @@ _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     "tool_use": None,
     "max_tokens": "length",
     "refusal": "refusal",
+    "stop_sequence": "stopSequence",
+    "model_context_window_exceeded": "contextWindow",
+}
+#: Neutral stop → the ``stop_reason`` a replay sends (any other stop ends the turn as usual).
+_REPLAYED_STOPS: Final[dict[str, str]] = {
+    stop: reason for reason, stop in _STOP_REASONS.items() if stop is not None and reason is not None
 }
 
 
@@ -236,7 +242,10 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     ]
     if neutral_calls:
         return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
-    return final_answer(text, stop)
+    sequence = response.get("stop_sequence") if stop == "stopSequence" else None
+    return final_answer(
+        text, stop, None if sequence is None else require_str(sequence, "stop_sequence", "response")
+    )
 
 
 def _response_content(response: dict[str, Any]) -> tuple[str, list[tuple[str, str, Any]]]:
@@ -276,25 +285,14 @@ def _response_text(block: dict[str, Any], at: str) -> str:
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
-    if reason == "refusal" and has_calls:
+    if has_calls and reason in ("refusal", "stop_sequence", "model_context_window_exceeded"):
         unsupported(
-            "a refusal together with tool calls", "a replay returns a refusal as text alone", "stop_reason"
+            f"stop_reason {reason} together with tool calls",
+            "a replay returns this stop with text alone",
+            "stop_reason",
         )
     if reason == "pause_turn":
         unsupported("stop_reason pause_turn (server tools)", "use client-executed tools", "stop_reason")
-    if reason == "stop_sequence":
-        unsupported(
-            "stop_reason stop_sequence",
-            "the matched sequence is not recorded and a replay would return end_turn; "
-            "leave stop_sequences out",
-            "stop_reason",
-        )
-    if reason == "model_context_window_exceeded":
-        unsupported(
-            "stop_reason model_context_window_exceeded",
-            "a replay would return max_tokens; shorten the conversation",
-            "stop_reason",
-        )
     if not isinstance(reason, (str, type(None))) or reason not in _STOP_REASONS:
         unsupported(f"stop_reason {label(reason)}", "a replay could not return it", "stop_reason")
     return _STOP_REASONS[reason]
@@ -330,8 +328,10 @@ def synthesize_response(
         "role": "assistant",
         "model": model if model is not None else "unknown",
         "content": content,
-        "stop_reason": _stop_reason(recorded.stop, has_calls=recorded.has_calls),
-        "stop_sequence": None,
+        "stop_reason": _REPLAYED_STOPS.get(
+            recorded.stop or "", "tool_use" if recorded.has_calls else "end_turn"
+        ),
+        "stop_sequence": recorded.stop_sequence,
         "stop_details": None,
         "container": None,
         "diagnostics": None,
@@ -347,14 +347,6 @@ def synthesize_response(
             "output_tokens_details": None,
         },
     }
-
-
-def _stop_reason(stop: str | None, *, has_calls: bool) -> str:
-    if stop == "length":
-        return "max_tokens"
-    if stop == "refusal":
-        return "refusal"
-    return "tool_use" if has_calls else "end_turn"
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -485,7 +477,11 @@ def synthesize_stream(
     events = [_event("message_start", message=start), _event("ping")]
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block))
-    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None, "stop_details": None}
+    stop = {
+        "stop_reason": message["stop_reason"],
+        "stop_sequence": message["stop_sequence"],
+        "stop_details": None,
+    }
     events.append(_event("message_delta", delta=stop, usage={"output_tokens": 0}))
     events.append(_event("message_stop"))
     return events

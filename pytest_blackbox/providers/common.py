@@ -35,6 +35,7 @@ from ..trace.model import (
 
 __all__ = [
     "OMITTABLE",
+    "STOPS",
     "CallIds",
     "ReplayOutput",
     "arguments_text",
@@ -60,6 +61,8 @@ __all__ = [
 
 #: The neutral names a ``model_output``'s ``omitted`` may hold (``Omitted`` in the trace model).
 OMITTABLE: Final[tuple[str, ...]] = get_args(Omitted)
+#: Every neutral stop (``Stop`` in the trace model); a ``tool_calls`` output allows only ``length``.
+STOPS: Final[tuple[str, ...]] = get_args(Stop)
 
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
@@ -392,11 +395,13 @@ def tool_calls_output(calls: list[ToolCallRef], text: str, stop: Literal["length
     return output
 
 
-def final_answer(text: str, stop: Stop | None) -> FinalAnswer:
-    """A ``final_answer`` output, ``stop`` only when set."""
+def final_answer(text: str, stop: Stop | None, stop_sequence: str | None = None) -> FinalAnswer:
+    """A ``final_answer`` output, ``stop`` only when set, ``stopSequence`` with a ``stopSequence`` stop."""
     output: FinalAnswer = {"type": "final_answer", "text": text}
     if stop is not None:
         output["stop"] = stop
+    if stop_sequence is not None:
+        output["stopSequence"] = stop_sequence
     return output
 
 
@@ -411,6 +416,8 @@ class ReplayOutput:
     moderation: dict[str, Any] | None = None
     #: The neutral names of wire fields the response left out (see ``providers.envelope``).
     omitted: frozenset[str] = frozenset()
+    #: The stop sequence that ended the answer (with ``stop == "stopSequence"``).
+    stop_sequence: str | None = None
 
     @property
     def has_calls(self) -> bool:
@@ -429,7 +436,7 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text")
         if not isinstance(text, str):
             _bad_output("is a final_answer without a string text")
-        return ReplayOutput([], text, _stop(output, ("length", "refusal")), *_envelope(output))
+        return ReplayOutput([], text, _stop(output, STOPS), **_envelope(output))
     if kind == "tool_call":
         return ReplayOutput([_call(output)], "", None)
     if kind == "tool_calls":
@@ -440,7 +447,7 @@ def read_output(output: Any) -> ReplayOutput:
         if not isinstance(text, str):
             _bad_output("has a text that is not a string")
         calls_read = [_call(call) for call in calls]
-        return ReplayOutput(calls_read, text, _stop(output, ("length",)), *_envelope(output))
+        return ReplayOutput(calls_read, text, _stop(output, ("length",)), **_envelope(output))
     _bad_output(f"has type {label(kind)} (expected tool_calls, tool_call or final_answer)")
 
 
@@ -460,13 +467,19 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
     return stop
 
 
-def _envelope(output: dict[str, Any]) -> tuple[dict[str, Any] | None, frozenset[str]]:
+def _envelope(output: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of an output beyond text, calls and stop (``ReplayOutput``'s keywords)."""
     moderation, omitted = output.get("moderation"), output.get("omitted", [])
+    sequence = output.get("stopSequence")
     if moderation is not None and not isinstance(moderation, dict):
         _bad_output("has a moderation that is not a JSON object")
     if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
         _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
-    return moderation, frozenset(omitted)
+    if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(
+        sequence, (str, type(None))
+    ):
+        _bad_output('has a stopSequence without stop "stopSequence", or the other way round')
+    return {"moderation": moderation, "omitted": frozenset(omitted), "stop_sequence": sequence}
 
 
 def _bad_output(problem: str) -> NoReturn:

@@ -96,7 +96,13 @@ _TEXT_ADVICE: Final = "only text content can be recorded in this version"
 _REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this version"
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
-_FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
+_FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
+#: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
+_STOPS: Final[dict[str, Literal["length", "contentFilter"]]] = {
+    "length": "length",
+    "content_filter": "contentFilter",
+}
+_REPLAYED_STOPS: Final[dict[str, str]] = {stop: reason for reason, stop in _STOPS.items()}
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -312,7 +318,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     ]
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
-    stop: Literal["length"] | None = "length" if finish == "length" else None
+    stop = _STOPS.get(finish) if isinstance(finish, str) else None
     moderation = response.get("moderation")
     if calls:
         neutral_calls: list[ToolCallRef] = [
@@ -323,19 +329,14 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             }
             for name, provider_id, arguments in calls
         ]
-        return with_envelope(tool_calls_output(neutral_calls, text, stop), moderation=moderation)
+        calls_stop: Literal["length"] | None = "length" if stop == "length" else None
+        return with_envelope(tool_calls_output(neutral_calls, text, calls_stop), moderation=moderation)
     return with_envelope(
         final_answer(text, "refusal" if refusal is not None else stop), moderation=moderation
     )
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
-    if finish == "content_filter":
-        unsupported(
-            "a response stopped by the content filter (finish_reason content_filter)",
-            "a replay would return it as a normal stop",
-            "choices[0].finish_reason",
-        )
     if finish == "function_call" or message.get("function_call") is not None:
         unsupported("a legacy function_call response", _LEGACY_ADVICE, "choices[0].message.function_call")
     if finish not in _FINISH_REASONS:
@@ -379,7 +380,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
                 "let the model choose the tool (tool_choice auto or required)",
                 "choices[0].finish_reason",
             )
-    elif content is None:
+    elif content is None and finish != "content_filter":  # a filtered answer may have no content
         unsupported(
             "a response with no content, tool calls or refusal",
             "a replay would return empty-string content",
@@ -407,7 +408,7 @@ def synthesize_response(
     elif recorded.has_calls:
         content = recorded.text or None
     else:
-        content = recorded.text
+        content = recorded.text if recorded.text or recorded.stop != "contentFilter" else None
     message: dict[str, Any] = {
         "role": "assistant",
         "content": content,
@@ -423,7 +424,7 @@ def synthesize_response(
             }
             for call in recorded.calls
         ]
-    finish = "length" if recorded.stop == "length" else "tool_calls" if recorded.has_calls else "stop"
+    finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
     completion = {
         "id": f"blackbox-replay-{output_index}",
         "object": "chat.completion",

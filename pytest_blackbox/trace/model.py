@@ -94,8 +94,24 @@ class ModelInput(_ModelInputFields, total=False):
     params: dict[str, Any]
 
 
-#: Why a model output stopped, when it is not the ordinary end of its turn.
-Stop = Literal["length", "refusal"]
+#: Why a model output stopped, when it is not the ordinary end of its turn. ``length`` and ``refusal``
+#: are the original Blackbox's; the others are this project's (see docs/cassette-format.md).
+Stop = Literal[
+    "length",
+    "refusal",
+    "stopSequence",
+    "contextWindow",
+    "contentFilter",
+    "recitation",
+    "blocklist",
+    "prohibitedContent",
+    "personalData",
+    "language",
+    "malformedCall",
+    "unexpectedCall",
+    "tooManyCalls",
+    "other",
+]
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
@@ -119,9 +135,11 @@ class _FinalAnswerFields(_Envelope):
 
 
 class FinalAnswer(_FinalAnswerFields, total=False):
-    """A ``model_output`` that ends the model's turn with text."""
+    """A ``model_output`` that ends the model's turn with text; ``stopSequence`` is the stop sequence
+    that ended it (with ``stop: "stopSequence"``)."""
 
     stop: Stop
+    stopSequence: str
 
 
 class _ToolCallsFields(_Envelope):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from google import genai
@@ -231,3 +232,106 @@ def test_a_gemini_candidate_keeps_its_index_field(
     ][-1:] * len(replayed)
     omitted = load_trace(path)["steps"][1]["payload"].get("omitted")
     assert omitted == (None if candidate_index else ["candidateIndex"])
+
+
+def ask_any(api: str, is_async: bool, stream: bool, root: str) -> tuple[Any, ...]:
+    """One call of any protocol: (the text, the stop facts the SDK hands the agent)."""
+
+    async def call() -> tuple[Any, ...]:
+        if api == "anthropic":
+            client: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
+                base_url=root, max_retries=0
+            )
+            request = {
+                "model": "claude-sonnet-5",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": "Count."}],
+            }
+            if stream:
+                manager = client.messages.stream(**request)
+                if is_async:
+                    async with manager as events:
+                        message = await events.get_final_message()
+                else:
+                    with manager as events:
+                        message = events.get_final_message()
+            else:
+                message = await settle(client.messages.create(**request))
+            return "".join(b.text for b in message.content), message.stop_reason, message.stop_sequence
+        if api == "gemini":
+            client = genai.Client(http_options=types.HttpOptions(base_url=root))
+            models: Any = client.aio.models if is_async else client.models
+            if stream:
+                chunks = models.generate_content_stream(model="gemini-2.5-flash", contents="Count.")
+                pieces = [c async for c in await chunks] if is_async else list(chunks)
+            else:
+                pieces = [await settle(models.generate_content(model="gemini-2.5-flash", contents="Count."))]
+            text = "".join(c.text or "" for c in pieces)
+            return text, pieces[-1].candidates[0].finish_reason
+        openai_client: Any = (openai.AsyncOpenAI if is_async else openai.OpenAI)(
+            base_url=root + "/v1", max_retries=0
+        )
+        if api == "chat":
+            messages = [{"role": "user", "content": "Count."}]
+            result = await settle(
+                openai_client.chat.completions.create(model=MODEL, messages=messages, stream=stream)
+            )
+            if not stream:
+                choice = result.choices[0]
+                return choice.message.content, choice.finish_reason
+            chunks = [chunk async for chunk in result] if is_async else list(result)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            return text, [
+                c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+            ]
+        response = await settle(openai_client.responses.create(model=MODEL, input="Count.", stream=stream))
+        if stream:
+            events = [event async for event in response] if is_async else list(response)
+            response = events[-1].response
+        return response.output_text, response.status, response.incomplete_details
+
+    return asyncio.run(call())
+
+
+#: (protocol, its own stop reason, the matched stop sequence, the neutral stop recorded)
+STOPS = [
+    ("anthropic", "stop_sequence", "\n\n7", "stopSequence"),
+    ("anthropic", "model_context_window_exceeded", None, "contextWindow"),
+    ("chat", "content_filter", None, "contentFilter"),
+    ("responses", "content_filter", None, "contentFilter"),
+    ("gemini", "RECITATION", None, "recitation"),
+    ("gemini", "PROHIBITED_CONTENT", None, "prohibitedContent"),
+    ("gemini", "MALFORMED_FUNCTION_CALL", None, "malformedCall"),
+]
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize(("api", "reason", "sequence", "stop"), STOPS, ids=[f"{s[0]}-{s[1]}" for s in STOPS])
+def test_every_stop_is_recorded_and_given_back(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    api: str,
+    reason: str,
+    sequence: str | None,
+    stop: str,
+    is_async: bool,
+    stream: bool,
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "AIzaSyEnvelopeTestKey0123456789abcdefgh")
+    envelope = Envelope(stop=reason, stop_sequence=sequence)
+    queue = {
+        "anthropic": fake_provider.queue_anthropic_text,
+        "chat": fake_provider.queue_openai_text,
+        "responses": fake_provider.queue_responses_text,
+        "gemini": fake_provider.queue_gemini_text,
+    }[api]
+    queue("1, 2, 3, 4, 5, 6", envelope=envelope)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: ask_any(api, is_async, stream, root)
+    )
+    assert live[0] == "1, 2, 3, 4, 5, 6"
+    assert replayed == live
+    output = load_trace(path)["steps"][1]["payload"]
+    assert (output["stop"], output.get("stopSequence")) == (stop, sequence)

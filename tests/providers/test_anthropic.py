@@ -495,16 +495,16 @@ RESPONSE_REFUSALS = [
         id="pause-turn",
     ),
     pytest.param(
-        response([text("A")], "stop_sequence", stop_sequence="END"),
-        "stop_reason stop_sequence",
+        response([tool_use("toolu_X", "f", {})], "stop_sequence", stop_sequence="END"),
+        "stop_reason stop_sequence together with tool calls",
         "(stop_reason)",
-        id="stop-sequence",
+        id="stop-sequence-with-calls",
     ),
     pytest.param(
-        response([text("A")], "model_context_window_exceeded"),
-        "stop_reason model_context_window_exceeded",
+        response([tool_use("toolu_X", "f", {})], "model_context_window_exceeded"),
+        "stop_reason model_context_window_exceeded together with tool calls",
         "(stop_reason)",
-        id="context-window",
+        id="context-window-with-calls",
     ),
     pytest.param(
         response([text("A")], "brand_new"), 'stop_reason "brand_new"', "(stop_reason)", id="unknown-stop"
@@ -538,7 +538,7 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         response([tool_use("toolu_X", "f", {})], "refusal"),
-        "a refusal together with tool calls",
+        "stop_reason refusal together with tool calls",
         "(stop_reason)",
         id="refusal-with-calls",
     ),

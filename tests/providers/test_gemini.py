@@ -663,16 +663,16 @@ def test_unrecorded_response_metadata_is_ignored() -> None:
 
 RESPONSE_REFUSALS = [
     pytest.param(
-        response(text("x"), finish="RECITATION"),
-        'finishReason "RECITATION"',
+        response(text("x"), finish="IMAGE_SAFETY"),
+        'finishReason "IMAGE_SAFETY"',
         "(finishReason)",
-        id="recitation",
+        id="image-safety",
     ),
     pytest.param(
         response(call("f", {}), finish="MALFORMED_FUNCTION_CALL"),
-        'finishReason "MALFORMED_FUNCTION_CALL"',
+        'finishReason "MALFORMED_FUNCTION_CALL" together with function calls',
         "(finishReason)",
-        id="malformed-call",
+        id="malformed-call-with-calls",
     ),
     pytest.param(response(text("x"), finish=None), "finishReason null", "(finishReason)", id="no-finish"),
     pytest.param(
@@ -683,7 +683,7 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         response(call("f", {}), finish="SAFETY"),
-        "finishReason SAFETY together with function calls",
+        'finishReason "SAFETY" together with function calls',
         "(finishReason)",
         id="safety-with-calls",
     ),

@@ -456,16 +456,16 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
     [
         pytest.param(
             live_response([], status="failed", error={"code": "server_error"}),
-            'a response with status "failed" is not supported yet; only completed responses, or ones cut at '
-            "max_output_tokens, can be recorded (status)",
+            'a response with status "failed" is not supported yet; only completed responses, or incomplete '
+            "ones cut at max_output_tokens or by the content filter, can be recorded (status)",
             id="failed",
         ),
         pytest.param(live_response([], status="in_progress"), "(status)", id="in-progress"),
         pytest.param(
-            live_response([], status="incomplete", incomplete_details={"reason": "content_filter"}),
-            "a response stopped by the content filter is not supported yet; a replay would return it as a "
-            "normal stop (incomplete_details.reason)",
-            id="content-filter",
+            live_response([], status="incomplete", incomplete_details={"reason": "recitation"}),
+            'an incomplete response with reason "recitation" is not supported yet; a replay could not return '
+            "it (incomplete_details.reason)",
+            id="other-incomplete-reason",
         ),
         pytest.param(
             live_response([], status="incomplete", incomplete_details=None),

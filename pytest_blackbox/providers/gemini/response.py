@@ -23,7 +23,20 @@ from ..sse import event_object, parse_events, stream_problem
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call
 
 #: Wire finish reason → neutral stop (a replay sends each back as the reason it came from).
-FINISH_REASONS: Final[dict[str, Stop | None]] = {"STOP": None, "MAX_TOKENS": "length", "SAFETY": "refusal"}
+FINISH_REASONS: Final[dict[str, Stop | None]] = {
+    "STOP": None,
+    "MAX_TOKENS": "length",
+    "SAFETY": "refusal",
+    "RECITATION": "recitation",
+    "BLOCKLIST": "blocklist",
+    "PROHIBITED_CONTENT": "prohibitedContent",
+    "SPII": "personalData",
+    "LANGUAGE": "language",
+    "MALFORMED_FUNCTION_CALL": "malformedCall",
+    "UNEXPECTED_TOOL_CALL": "unexpectedCall",
+    "TOO_MANY_TOOL_CALLS": "tooManyCalls",
+    "OTHER": "other",
+}
 #: Candidate fields only server-side features produce; a replay could not give them back.
 _SERVER_CANDIDATE_FIELDS: Final = ("groundingMetadata", "urlContextMetadata", "logprobsResult")
 
@@ -90,10 +103,10 @@ def _response_content(candidate: dict[str, Any]) -> tuple[str, list[tuple[str | 
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
-    if reason == "SAFETY" and has_calls:
+    if has_calls and reason not in ("STOP", "MAX_TOKENS", None):
         unsupported(
-            "finishReason SAFETY together with function calls",
-            "a replay returns a safety stop with text alone",
+            f"finishReason {label(reason)} together with function calls",
+            "a replay returns this stop with text alone",
             "finishReason",
         )
     if reason == "CONTINUATION":
@@ -105,7 +118,7 @@ def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
     if not isinstance(reason, str) or reason not in FINISH_REASONS:
         unsupported(
             f"finishReason {label(reason)}",
-            "a replay could return only STOP, MAX_TOKENS or SAFETY",
+            f"a replay could return only {', '.join(FINISH_REASONS)}",
             "finishReason",
         )
     return FINISH_REASONS[reason]

@@ -28,6 +28,11 @@ _ONE_TEXT_ADVICE: Final = (
     "so this response could not come back as it was"
 )
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+#: ``incomplete_details.reason`` → neutral stop (a replay sends each back as the reason it came from).
+INCOMPLETE_REASONS: Final[dict[str, Literal["length", "contentFilter"]]] = {
+    "max_output_tokens": "length",
+    "content_filter": "contentFilter",
+}
 
 
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
@@ -57,31 +62,30 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             }
             for call_id, name, arguments in calls
         ]
+        if stop == "contentFilter":
+            unsupported(
+                "function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output"
+            )
         calls_output = tool_calls_output(neutral_calls, text, stop)
         return with_envelope(calls_output, moderation=moderation, omitted=omitted)
     return with_envelope(final_answer(text, stop), moderation=moderation, omitted=omitted)
 
 
-def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
+def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"] | None:
     status = response.get("status")
     if status in (None, "completed"):
         return None
     if status != "incomplete":
         unsupported(
             f"a response with status {label(status)}",
-            "only completed responses, or ones cut at max_output_tokens, can be recorded",
+            "only completed responses, or incomplete ones cut at max_output_tokens or by the content "
+            "filter, can be recorded",
             "status",
         )
     details = response.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
-    if reason == "max_output_tokens":
-        return "length"
-    if reason == "content_filter":
-        unsupported(
-            "a response stopped by the content filter",
-            "a replay would return it as a normal stop",
-            "incomplete_details.reason",
-        )
+    if reason in INCOMPLETE_REASONS:
+        return INCOMPLETE_REASONS[reason]
     unsupported(
         f"an incomplete response with reason {label(reason)}",
         "a replay could not return it",

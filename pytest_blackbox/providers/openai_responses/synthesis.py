@@ -9,6 +9,7 @@ from typing import Any
 
 from ..common import arguments_text, read_output
 from ..envelope import moderation_wire
+from .response import INCOMPLETE_REASONS
 
 
 def synthesize_response(
@@ -24,7 +25,8 @@ def synthesize_response(
     """
     recorded = read_output(output)
     response_id = f"blackbox-replay-{output_index}"
-    incomplete = recorded.stop == "length"
+    reason = next((wire for wire, stop in INCOMPLETE_REASONS.items() if stop == recorded.stop), None)
+    incomplete = reason is not None
     items: list[dict[str, Any]] = []
     if recorded.text or not recorded.has_calls:
         part: dict[str, Any] = (
@@ -60,7 +62,7 @@ def synthesize_response(
         "created_at": int(timestamp // 1000),
         "status": "incomplete" if incomplete else "completed",
         "error": None,
-        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "incomplete_details": {"reason": reason} if incomplete else None,
         "instructions": None,
         "model": model if model is not None else "unknown",
         "output": items,

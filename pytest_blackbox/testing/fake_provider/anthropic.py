@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -36,9 +38,11 @@ _ERROR_TYPES = {
 }
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool) -> Script:
+def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         message = _message(request, ids, text, calls)
+        if envelope.stop is not None:
+            message.update(stop_reason=envelope.stop, stop_sequence=envelope.stop_sequence)
         headers = (("request-id", ids.make("req_01", 22)),)
         return answer(
             message, headers, (lambda: _events(message)) if asks_stream(request) else None, gzip=gzip
@@ -93,7 +97,7 @@ def _events(message: dict[str, Any]) -> Iterator[bytes]:
             delta = {"type": delta_type, key: piece}
             yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
-    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     final_usage = {"output_tokens": usage["output_tokens"]}
     yield sse("message_delta", {"type": "message_delta", "delta": stop, "usage": final_usage})
     yield sse("message_stop", {"type": "message_stop"})

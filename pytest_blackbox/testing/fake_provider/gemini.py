@@ -51,6 +51,8 @@ def script(
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
         if not envelope.candidate_index:
             del response["candidates"][0]["index"]
+        if envelope.stop is not None:
+            response["candidates"][0]["finishReason"] = envelope.stop
         headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
         match = _PATH.search(request.path)
         streams = match is not None and match.group(2) == "streamGenerateContent"

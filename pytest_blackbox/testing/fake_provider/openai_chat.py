@@ -39,6 +39,8 @@ def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: En
         completion = _completion(request, ids, text, calls)
         if envelope.moderation is not None:
             completion["moderation"] = dict(envelope.moderation)
+        if envelope.stop is not None:
+            completion["choices"][0]["finish_reason"] = envelope.stop
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
         chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None

@@ -34,6 +34,10 @@ from .wire import (
 def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, envelope)
+        if envelope.stop is not None:
+            response.update(status="incomplete", incomplete_details={"reason": envelope.stop})
+            for item in response["output"]:
+                item["status"] = "incomplete" if item["type"] == "message" else item.get("status")
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         return answer(
             response, headers, (lambda: _events(response)) if asks_stream(request) else None, gzip=gzip
@@ -134,7 +138,8 @@ def _events(response: dict[str, Any]) -> Iterator[bytes]:
         else:
             yield event("response.output_item.added", output_index=index, item=item)
         yield event("response.output_item.done", output_index=index, item=item)
-    yield event("response.completed", response=response)
+    closing = "response.completed" if response["status"] == "completed" else "response.incomplete"
+    yield event(closing, response=response)
 
 
 def _held(body: dict[str, Any]) -> list[Said]:

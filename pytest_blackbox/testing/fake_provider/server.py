@@ -143,14 +143,15 @@ class FakeProvider:
 
         self._push(script)
 
-    def queue_anthropic_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_anthropic_tool_calls([], text=text, gzip=gzip)
+    def queue_anthropic_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
+        self.queue_anthropic_tool_calls([], text=text, gzip=gzip, envelope=envelope)
 
     def queue_anthropic_tool_calls(
-        self, calls: Calls, text: str | None = None, *, gzip: bool = False
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
         """An Anthropic Messages answer (``POST /v1/messages``), streamed when the request asks for it."""
-        self._push(anthropic.script(self._ids, text, calls, gzip=gzip), anthropic.PROTOCOL, said(text, calls))
+        script = anthropic.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
+        self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_openai_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
         self.queue_openai_tool_calls([], text=text, gzip=gzip, envelope=envelope)

@@ -32,9 +32,14 @@ class Envelope:
     ``moderation`` is an OpenAI moderation result, the response's ``moderation`` in both OpenAI APIs
     (a streamed Chat answer sends it in a last chunk without choices). ``text_logprobs=False`` leaves
     ``logprobs`` out of a Responses text part and ``candidate_index=False`` leaves ``index`` out of a
-    Gemini candidate, as those APIs may.
+    Gemini candidate, as those APIs may. ``stop`` is the protocol's own stop reason, sent instead of
+    the ordinary one: Anthropic's ``stop_reason`` (``stop_sequence`` names the matched sequence),
+    Chat's ``finish_reason``, the Responses API's ``incomplete_details.reason`` (the response is then
+    ``incomplete``) or Gemini's ``finishReason``.
     """
 
+    stop: str | None = None
+    stop_sequence: str | None = None
     moderation: Mapping[str, Any] | None = None
     text_logprobs: bool = True
     candidate_index: bool = True
