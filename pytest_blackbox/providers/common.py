@@ -418,6 +418,8 @@ class ReplayOutput:
     omitted: frozenset[str] = frozenset()
     #: The stop sequence that ended the answer (with ``stop == "stopSequence"``).
     stop_sequence: str | None = None
+    #: The recorded token log probabilities of the text (camelCase), when the response had them.
+    logprobs: list[Any] | None = None
 
     @property
     def has_calls(self) -> bool:
@@ -470,16 +472,23 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
 def _envelope(output: dict[str, Any]) -> dict[str, Any]:
     """The optional fields of an output beyond text, calls and stop (``ReplayOutput``'s keywords)."""
     moderation, omitted = output.get("moderation"), output.get("omitted", [])
-    sequence = output.get("stopSequence")
+    sequence, logprobs = output.get("stopSequence"), output.get("logprobs")
     if moderation is not None and not isinstance(moderation, dict):
         _bad_output("has a moderation that is not a JSON object")
+    if logprobs is not None and not isinstance(logprobs, list):
+        _bad_output("has logprobs that are not a list")
     if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
         _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
     if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(
         sequence, (str, type(None))
     ):
         _bad_output('has a stopSequence without stop "stopSequence", or the other way round')
-    return {"moderation": moderation, "omitted": frozenset(omitted), "stop_sequence": sequence}
+    return {
+        "moderation": moderation,
+        "omitted": frozenset(omitted),
+        "stop_sequence": sequence,
+        "logprobs": logprobs,
+    }
 
 
 def _bad_output(problem: str) -> NoReturn:

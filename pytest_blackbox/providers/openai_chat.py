@@ -5,10 +5,10 @@ prompt, the rest neutral messages (consecutive ``tool`` messages grouped into on
 results), function tools neutral tool definitions, and the behaviour controls ``params``. A response
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
-Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names,
-logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming the
-field, never recorded or replayed altered. Strict function tools are recorded in ``params.toolStrict``
-rather than refused: agent frameworks send them by default.
+Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, …) are
+refused with a ``BlackboxUnsupportedError`` naming the field, never recorded or replayed altered.
+Strict function tools are recorded in ``params.toolStrict`` rather than refused: agent frameworks
+send them by default.
 
 See docs/providers.md#openai-chat-completions.
 """
@@ -39,7 +39,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
-from .envelope import moderation_wire, with_envelope
+from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -319,7 +319,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
-    moderation = response.get("moderation")
+    envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
     if calls:
         neutral_calls: list[ToolCallRef] = [
             {
@@ -330,10 +330,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             for name, provider_id, arguments in calls
         ]
         calls_stop: Literal["length"] | None = "length" if stop == "length" else None
-        return with_envelope(tool_calls_output(neutral_calls, text, calls_stop), moderation=moderation)
-    return with_envelope(
-        final_answer(text, "refusal" if refusal is not None else stop), moderation=moderation
-    )
+        return with_envelope(tool_calls_output(neutral_calls, text, calls_stop), **envelope)
+    return with_envelope(final_answer(text, "refusal" if refusal is not None else stop), **envelope)
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
@@ -345,8 +343,6 @@ def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) 
         )
     if message.get("audio") is not None:
         unsupported("audio in a response", _AUDIO_ADVICE, "choices[0].message.audio")
-    if present(choice.get("logprobs")):
-        unsupported("logprobs in a response", f"leave logprobs off; {_NOT_RECORDED}", "choices[0].logprobs")
     if present(message.get("annotations")):
         unsupported("annotations in a response", _NOT_RECORDED, "choices[0].message.annotations")
 
@@ -430,11 +426,18 @@ def synthesize_response(
         "object": "chat.completion",
         "created": int(timestamp // 1000),
         "model": model if model is not None else "unknown",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish,
+                "logprobs": chat_logprobs_wire(recorded.logprobs),
+            }
+        ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
     if recorded.moderation is not None:
-        completion["moderation"] = moderation_wire(recorded.moderation)
+        completion["moderation"] = wire_json(recorded.moderation)
     return completion
 
 
@@ -489,8 +492,7 @@ class _CompletionCollector:
             unsupported("several choices in a stream", "request one choice per call", f"event {position}")
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
-        if choice.get("logprobs") is not None:
-            self._logprobs = choice["logprobs"]
+        self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))
         delta = require_object(choice.get("delta") or {}, "choices[0].delta", "response")
         for key, value in delta.items():
             if key in ("content", "refusal") and isinstance(value, str):
@@ -556,8 +558,8 @@ def synthesize_stream(
     choice = completion["choices"][0]
     message = choice["message"]
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}]
         return encode_event(None, {**head, "choices": choices})
 
     refused = message["refusal"] is not None
@@ -568,7 +570,10 @@ def synthesize_stream(
     }
     chunks = [chunk(opening)]
     key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
-    chunks.extend(chunk({key: piece}) for piece in pieces(text))
+    chunks.extend(  # the logprobs all come with the first piece
+        chunk({key: piece}, logprobs=None if n else choice["logprobs"])
+        for n, piece in enumerate(pieces(text))
+    )
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         first = {"index": index, "id": call["id"], "type": "function"}

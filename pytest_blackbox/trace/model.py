@@ -122,10 +122,12 @@ class _Envelope(TypedDict, total=False):
     """What a response carries besides its text and calls, present only when the response had it.
 
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
+    ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
     ``omitted`` names wire fields this response left out, so a replay leaves them out too.
     """
 
     moderation: dict[str, Any]
+    logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
 
 

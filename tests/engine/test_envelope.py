@@ -335,3 +335,110 @@ def test_every_stop_is_recorded_and_given_back(
     assert replayed == live
     output = load_trace(path)["steps"][1]["payload"]
     assert (output["stop"], output.get("stopSequence")) == (stop, sequence)
+
+
+def token(text: str, logprob: float, *alternatives: tuple[str, float]) -> dict[str, Any]:
+    """One token's log probability, as both OpenAI APIs document it."""
+    top = [{"token": t, "logprob": p, "bytes": list(t.encode())} for t, p in alternatives]
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": top}
+
+
+LOGPROBS = [
+    token("Par", -0.01, ("Par", -0.01), ("Lon", -4.5)),
+    token("is", -0.001, ("is", -0.001)),
+    token(".", 0.0),
+]
+
+
+def ask_logprobs(api: str, is_async: bool, stream: bool, root: str) -> tuple[str, Any]:
+    """(the text, its token log probabilities as the SDK hands them over, dumped)."""
+
+    async def call() -> tuple[str, Any]:
+        client: Any = (openai.AsyncOpenAI if is_async else openai.OpenAI)(
+            base_url=root + "/v1", max_retries=0
+        )
+        if api == "chat":
+            messages = [{"role": "user", "content": "Capital of France?"}]
+            request = {"model": MODEL, "messages": messages, "logprobs": True, "top_logprobs": 2}
+            result = await settle(client.chat.completions.create(**request, stream=stream))
+            if not stream:
+                choice = result.choices[0]
+                return choice.message.content, [t.model_dump() for t in choice.logprobs.content]
+            chunks = [chunk async for chunk in result] if is_async else list(result)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            tokens = [
+                t.model_dump()
+                for c in chunks
+                if c.choices and c.choices[0].logprobs
+                for t in c.choices[0].logprobs.content
+            ]
+            return text, tokens
+        request = {
+            "model": MODEL,
+            "input": "Capital of France?",
+            "include": ["message.output_text.logprobs"],
+            "top_logprobs": 2,
+        }
+        response = await settle(client.responses.create(**request, stream=stream))
+        if stream:
+            events = [event async for event in response] if is_async else list(response)
+            response = events[-1].response
+        return response.output_text, [t.model_dump() for t in response.output[0].content[0].logprobs]
+
+    return asyncio.run(call())
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_logprobs_are_recorded_and_given_back(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    api: str,
+    is_async: bool,
+    stream: bool,
+) -> None:
+    queue = fake_provider.queue_openai_text if api == "chat" else fake_provider.queue_responses_text
+    queue("Paris.", envelope=Envelope(logprobs=LOGPROBS))
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: ask_logprobs(api, is_async, stream, root)
+    )
+    assert live == ("Paris.", LOGPROBS)
+    assert replayed == live
+    steps = load_trace(path)["steps"]
+    assert steps[0]["payload"]["params"]["topLogprobs"] == 2
+    assert steps[1]["payload"]["logprobs"][0]["topLogprobs"][1] == {
+        "token": "Lon",
+        "logprob": -4.5,
+        "bytes": [76, 111, 110],
+    }
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_different_top_logprobs_request_diverges(
+    fake_provider: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], api: str
+) -> None:
+    queue = fake_provider.queue_openai_text if api == "chat" else fake_provider.queue_responses_text
+    queue("Paris.", envelope=Envelope(logprobs=LOGPROBS))
+    path = tmp_path / "run.json"
+    session = blackbox(mode="record", out=path)
+    ask_logprobs(api, False, False, fake_provider.base_url)
+    session.finish(result="done")
+    root = fake_provider.base_url
+    fake_provider.stop()
+    offline()
+    session = blackbox(mode="replay", cassette=path)
+
+    async def ask_for_five() -> None:
+        client = openai.OpenAI(base_url=root + "/v1", max_retries=0)
+        if api == "chat":
+            messages: Any = [{"role": "user", "content": "Capital of France?"}]
+            client.chat.completions.create(model=MODEL, messages=messages, logprobs=True, top_logprobs=5)
+        else:
+            client.responses.create(model=MODEL, input="Capital of France?", top_logprobs=5)
+
+    with pytest.raises(openai.BadRequestError, match=r"\[blackbox\] replay diverged at step 0"):
+        asyncio.run(ask_for_five())
+    with pytest.raises(ReplayDivergenceError) as caught:
+        session.finish(result="anything")
+    assert (caught.value.path, caught.value.expected, caught.value.actual) == ("params.topLogprobs", "2", "5")

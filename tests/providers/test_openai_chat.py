@@ -591,10 +591,11 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         completion(
-            {"content": "hi"}, logprobs={"content": [{"token": "hi", "logprob": -0.1}], "refusal": None}
+            {"content": None, "refusal": "no"},
+            logprobs={"content": None, "refusal": [{"token": "no", "logprob": -0.1}]},
         ),
-        "logprobs in a response is not supported yet; leave logprobs off",
-        id="logprobs",
+        "logprobs of a refusal is not supported yet",
+        id="refusal-logprobs",
     ),
     pytest.param(
         completion(

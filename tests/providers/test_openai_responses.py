@@ -503,9 +503,9 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
             id="annotations",
         ),
         pytest.param(
-            live_response([output_message(output_text("x", logprobs=[{"token": "x"}]))]),
-            "logprobs in a response is not supported yet; leave them out of include",
-            id="logprobs",
+            live_response([output_message(output_text("x", logprobs={"token": "x"}))]),
+            "output[0].content[0].logprobs must be a list or null",
+            id="logprobs-not-a-list",
         ),
         pytest.param(
             live_response([{"type": "web_search_call", "id": "ws_1", "status": "completed"}]),

@@ -13,6 +13,7 @@ from ..common import (
     final_answer,
     label,
     list_field,
+    malformed,
     parse_arguments,
     present,
     require_object,
@@ -42,7 +43,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """
     response = require_object(body, "the response body", "response")
     stop = _status_stop(response)
-    text, refusal, calls, omitted = _response_output(response)
+    text, refusal, calls, logprobs = _response_output(response)
     moderation = response.get("moderation")
     if refusal is not None:
         if text or calls or stop is not None:
@@ -52,7 +53,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 "output",
             )
         return with_envelope(final_answer(refusal, "refusal"), moderation=moderation)
-    omitted = omitted if text or not calls else ()
+    omitted: tuple[Omitted, ...] = ("textLogprobs",) if logprobs is None and (text or not calls) else ()
+    envelope: dict[str, Any] = {"moderation": moderation, "logprobs": logprobs or None, "omitted": omitted}
     if calls:
         neutral_calls: list[ToolCallRef] = [
             {
@@ -67,8 +69,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 "function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output"
             )
         calls_output = tool_calls_output(neutral_calls, text, stop)
-        return with_envelope(calls_output, moderation=moderation, omitted=omitted)
-    return with_envelope(final_answer(text, stop), moderation=moderation, omitted=omitted)
+        return with_envelope(calls_output, **envelope)
+    return with_envelope(final_answer(text, stop), **envelope)
 
 
 def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"] | None:
@@ -96,11 +98,12 @@ def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"]
 def _response_output(
     response: dict[str, Any],
 ) -> tuple[str, str | None, list[tuple[str, str, Any]], tuple[Omitted, ...]]:
-    """The text, the refusal, the calls and, when a text part came without ``logprobs``, that fact."""
+    """The text, the refusal, the calls and the text part's ``logprobs`` (``None`` when a text part had
+    none, ``[]`` when there is no text part)."""
     text: str | None = None
     refusal: str | None = None
     calls: list[tuple[str, str, Any]] = []
-    omitted: tuple[Omitted, ...] = ()
+    logprobs: Any = []
     for index, raw in enumerate(list_field(response, "output", "response")):
         at = f"output[{index}]"
         item = require_object(raw, at, "response")
@@ -115,8 +118,8 @@ def _response_output(
                 where = f"{at}.content[{position}]"
                 content = require_object(part, where, "response")
                 piece, refused = _output_part(content, where)
-                if not refused and content.get("logprobs") is None:
-                    omitted = ("textLogprobs",)
+                if not refused and (piece or text is None):
+                    logprobs = content.get("logprobs")
                 if refused:
                     if refusal is not None:
                         unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
@@ -133,7 +136,7 @@ def _response_output(
                 "only message and function_call output items can be recorded in this version",
                 at,
             )
-    return text or "", refusal, calls, omitted
+    return text or "", refusal, calls, logprobs
 
 
 def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:
@@ -145,6 +148,6 @@ def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:
         unsupported(f"{label(kind)} content in a response", TEXT_ADVICE, at)
     if present(part.get("annotations")):
         unsupported("annotations in a response", _NOT_RECORDED, f"{at}.annotations")
-    if present(part.get("logprobs")):
-        unsupported("logprobs in a response", f"leave them out of include; {_NOT_RECORDED}", f"{at}.logprobs")
+    if part.get("logprobs") is not None and not isinstance(part["logprobs"], list):
+        malformed(f"{at}.logprobs", "a list or null", "response")
     return require_str(part.get("text"), f"{at}.text", "response"), False

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import arguments_text, read_output
-from ..envelope import moderation_wire
+from ..envelope import wire_json
 from .response import INCOMPLETE_REASONS
 
 
@@ -19,9 +19,10 @@ def synthesize_response(
 
     The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
     and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
-    recorded step's time in seconds. A text part has ``logprobs: []`` unless the recorded response
-    left them out (``omitted``); a recorded moderation result comes back as ``moderation``. A final
-    answer always has a message item, so ``output_text`` reads as it did live, even for an empty answer.
+    recorded step's time in seconds. A text part has the recorded ``logprobs`` (``[]`` when none were
+    recorded) unless the recorded response left them out (``omitted``); a recorded moderation result
+    comes back as ``moderation``. A final answer always has a message item, so ``output_text`` reads
+    as it did live, even for an empty answer.
     """
     recorded = read_output(output)
     response_id = f"blackbox-replay-{output_index}"
@@ -35,7 +36,7 @@ def synthesize_response(
             else {"type": "output_text", "text": recorded.text, "annotations": []}
         )
         if part["type"] == "output_text" and "textLogprobs" not in recorded.omitted:
-            part["logprobs"] = []
+            part["logprobs"] = wire_json(recorded.logprobs or [])
         items.append(
             {
                 "id": f"msg_blackbox_replay_{output_index}_0",
@@ -80,5 +81,5 @@ def synthesize_response(
         },
     }
     if recorded.moderation is not None:
-        response["moderation"] = moderation_wire(recorded.moderation)
+        response["moderation"] = wire_json(recorded.moderation)
     return response

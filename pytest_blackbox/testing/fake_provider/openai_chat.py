@@ -41,6 +41,11 @@ def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: En
             completion["moderation"] = dict(envelope.moderation)
         if envelope.stop is not None:
             completion["choices"][0]["finish_reason"] = envelope.stop
+        if envelope.logprobs is not None:
+            completion["choices"][0]["logprobs"] = {
+                "content": [dict(t) for t in envelope.logprobs],
+                "refusal": None,
+            }
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
         chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None
@@ -99,15 +104,15 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     choice = completion["choices"][0]
     message = choice["message"]
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]
         return sse(None, {**head, "choices": choices})
 
     yield chunk(
         {"role": "assistant", "content": "" if message["content"] is not None else None, "refusal": None}
     )
     if message["content"]:
-        yield chunk({"content": message["content"]})
+        yield chunk({"content": message["content"]}, logprobs=choice["logprobs"])
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         opening = {"index": index, "id": call["id"], "type": "function"}

@@ -57,7 +57,7 @@ def _response(
     if text is not None:
         part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": []}
         if envelope.text_logprobs:
-            part["logprobs"] = []
+            part["logprobs"] = [dict(token) for token in envelope.logprobs or ()]
         output.append(
             {
                 "id": ids.make("msg_", 48),
@@ -126,8 +126,9 @@ def _events(response: dict[str, Any]) -> Iterator[bytes]:
             part = item["content"][0]
             yield event("response.content_part.added", **where, content_index=0, part={**part, "text": ""})
             logprobs = {"logprobs": part["logprobs"]} if "logprobs" in part else {}
-            for piece in halves(part["text"]):
-                yield event("response.output_text.delta", **where, content_index=0, delta=piece, **logprobs)
+            for number, piece in enumerate(halves(part["text"])):
+                tokens = logprobs if number == 0 or not logprobs else {"logprobs": []}
+                yield event("response.output_text.delta", **where, content_index=0, delta=piece, **tokens)
             yield event("response.output_text.done", **where, content_index=0, text=part["text"], **logprobs)
             yield event("response.content_part.done", **where, content_index=0, part=part)
         elif item["type"] == "function_call":

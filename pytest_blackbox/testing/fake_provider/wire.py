@@ -35,12 +35,15 @@ class Envelope:
     Gemini candidate, as those APIs may. ``stop`` is the protocol's own stop reason, sent instead of
     the ordinary one: Anthropic's ``stop_reason`` (``stop_sequence`` names the matched sequence),
     Chat's ``finish_reason``, the Responses API's ``incomplete_details.reason`` (the response is then
-    ``incomplete``) or Gemini's ``finishReason``.
+    ``incomplete``) or Gemini's ``finishReason``. ``logprobs`` are the answer text's token log
+    probabilities, as both OpenAI APIs send them (``[{"token", "logprob", "bytes", "top_logprobs"}]``):
+    Chat's ``choices[0].logprobs.content``, the Responses text part's ``logprobs``.
     """
 
     stop: str | None = None
     stop_sequence: str | None = None
     moderation: Mapping[str, Any] | None = None
+    logprobs: Sequence[Mapping[str, Any]] | None = None
     text_logprobs: bool = True
     candidate_index: bool = True
 
