@@ -218,16 +218,33 @@ def test_the_checker_allows_each_layers_imports(layer: str, source: str) -> None
 ENGINE_INSIDE_ALLOWED: dict[str, str] = {}
 
 
+def _engine_module(name: str) -> bool:
+    return (PACKAGE_DIR / "engine" / f"{name}.py").is_file()
+
+
 def engine_inside_imports(source: str, path: Path) -> list[str]:
-    """Every import of a module inside ``engine/`` by a module of another layer."""
+    """Every import of a module inside ``engine/`` by a module of another layer: by its dotted name
+    (``from ..engine.session import Session``) or as a name of the package (``from ..engine import
+    owners``)."""
     if _layer(path) == "engine":
         return []
+    tree = ast.parse(source, filename=str(path))
+    package = _module_package(path)
+    shown = path.relative_to(PACKAGE_DIR.parent)
     problems = []
-    for line, module in _imported(ast.parse(source, filename=str(path)), _module_package(path)):
+    for line, module in _imported(tree, package):
         if module.startswith(f"{PACKAGE}.engine.") and module not in ENGINE_INSIDE_ALLOWED:
             problems.append(
-                f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: import {module}: "
+                f"{shown}:{line}: import {module}: "
                 f"import it from {PACKAGE}.engine (add it to the engine's exports)"
+            )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _resolve(node, package) == f"{PACKAGE}.engine":
+            problems.extend(
+                f"{shown}:{node.lineno}: import {PACKAGE}.engine.{alias.name}: a module, not an export; "
+                f"import the names it needs from {PACKAGE}.engine (add them to the engine's exports)"
+                for alias in node.names
+                if _engine_module(alias.name)
             )
     return problems
 
@@ -243,7 +260,12 @@ def test_a_direct_import_of_an_engine_module_is_caught() -> None:
         "pytest_blackbox/plugin/example.py:1: import pytest_blackbox.engine.session: "
         "import it from pytest_blackbox.engine (add it to the engine's exports)"
     ]
-    assert engine_inside_imports("from ..engine import Session\n", path) == []
+    assert engine_inside_imports("from ..engine import owners\n", path) == [
+        "pytest_blackbox/plugin/example.py:1: import pytest_blackbox.engine.owners: a module, not an export; "
+        "import the names it needs from pytest_blackbox.engine (add them to the engine's exports)"
+    ]
+    assert engine_inside_imports("from ..engine import Session, claim_calls\n", path) == []
+    assert engine_inside_imports("from . import owners\n", PACKAGE_DIR / "engine" / "x.py") == []
     assert engine_inside_imports("from .session import Session\n", PACKAGE_DIR / "engine" / "x.py") == []
 
 

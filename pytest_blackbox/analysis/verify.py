@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, cast
 from ..trace.canonical import TOO_DEEP, js_number, nested_too_deeply
 from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
-from ..trace.io import parse_json, read_text
+from ..trace.io import collector_paused, parse_json, read_text
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
 from ..trace.payloads import ToolRounds, outcome_of, terminal_outcome
 from ..trace.schema import validate_step, validate_top_level
@@ -332,7 +332,8 @@ def verify_trace(
         results = [InvariantResult("schema_version", "fail", detail)]
     else:
         try:
-            checks, trace = _check_file(path, keys, keep_trace)
+            with collector_paused():
+                checks, trace = _check_file(path, keys, keep_trace)
             results, warnings = checks.results(), checks.warnings()
         except CassetteError as exc:
             results = [InvariantResult("schema_version", "fail", mask(str(exc), keys))]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .mcp import MCPClient, mcp_client
     from .observed import AgentRun
     from .options import SESSION_ENV_VARS, SessionOptions, resolve_options
+    from .owners import CallOwner, claim_calls, refuse_stray_call, release_calls, stray_owner
     from .rules import RULE_VALIDATORS, Secrets
     from .session import Session, blackbox
     from .tools import same_json
@@ -36,6 +37,7 @@ __all__ = [
     "RULE_VALIDATORS",
     "SESSION_ENV_VARS",
     "AgentRun",
+    "CallOwner",
     "ChildWatch",
     "MCPClient",
     "RunReport",
@@ -46,6 +48,7 @@ __all__ = [
     "WireCall",
     "blackbox",
     "check_allowed_hosts",
+    "claim_calls",
     "environment_keys",
     "follow_children",
     "fork_options_for",
@@ -57,9 +60,12 @@ __all__ = [
     "mcp_client",
     "read_fork_set",
     "refusal",
+    "refuse_stray_call",
+    "release_calls",
     "resolve_options",
     "same_json",
     "set_placeholder_keys",
+    "stray_owner",
     "to_json_value",
     "write_report",
 ]
@@ -87,6 +93,11 @@ _LAZY = {
     "MCPClient": "mcp",
     "mcp_client": "mcp",
     "AgentRun": "observed",
+    "CallOwner": "owners",
+    "claim_calls": "owners",
+    "refuse_stray_call": "owners",
+    "release_calls": "owners",
+    "stray_owner": "owners",
     "SESSION_ENV_VARS": "options",
     "SessionOptions": "options",
     "resolve_options": "options",

@@ -11,6 +11,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from ..analysis.verify import VerifyReport, verify_trace
 from ..trace.io import load_trace, parse_trace
@@ -22,7 +23,26 @@ __all__ = ["load_cassette", "load_verified"]
 #: a benchmark, a flaky-test rerun) skips the parse, schema and hash-chain checks. Bounded, and keyed
 #: by content, so an edited file is always checked again.
 _CHECKED: OrderedDict[str, Trace] = OrderedDict()
-_CHECKED_MAX = 16
+#: Cassettes that passed ``verify``, by path, the SHA-256 of their bytes and the keys looked for.
+_VERIFIED: OrderedDict[tuple[str, str, tuple[str, ...]], tuple[VerifyReport, Trace]] = OrderedDict()
+_REMEMBERED = 16
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: OrderedDict[_K, _V], key: _K, value: _V) -> None:
+    cache[key] = value
+    if len(cache) > _REMEMBERED:
+        cache.popitem(last=False)
+
+
+def _digest(path: Path) -> str | None:
+    """The SHA-256 of the file's bytes, or ``None`` if it cannot be read (the check then says why)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def load_cassette(path: Path) -> Trace:
@@ -36,9 +56,7 @@ def load_cassette(path: Path) -> Trace:
     trace = _CHECKED.get(key)
     if trace is None:
         trace = parse_trace(text, path=os.fspath(path))
-        _CHECKED[key] = trace
-        if len(_CHECKED) > _CHECKED_MAX:
-            _CHECKED.popitem(last=False)
+        _remember(_CHECKED, key, trace)
     return trace
 
 
@@ -49,6 +67,21 @@ def load_verified(path: Path, api_keys: Sequence[str] = ()) -> tuple[VerifyRepor
     schema, the hash chain, provider neutrality (``api_keys`` as in ``verify_trace``) and
     replayability are checked once, on the very trace the session then replays (hand it to
     ``Session(…, trace=…)``), so the file is neither parsed twice nor read again after its check.
+
+    A cassette that passed is remembered by its path, the SHA-256 of its bytes and ``api_keys``: the
+    tests of one process that replay the same unchanged file share one check and one trace (never
+    mutate it). The bytes are hashed before and after the check and only remembered when both agree,
+    so a file edited meanwhile, or at any time after, is checked again.
     """
+    before = _digest(path)
+    key = (os.fspath(path), before or "", tuple(api_keys))
+    known = _VERIFIED.get(key) if before is not None else None
+    if known is not None:
+        _VERIFIED.move_to_end(key)
+        return known
     report = verify_trace(path, api_keys=api_keys, keep_trace=True)
-    return report, report.trace if report.ok else None
+    if not report.ok or report.trace is None:
+        return report, None
+    if before is not None and _digest(path) == before:
+        _remember(_VERIFIED, key, (report, report.trace))
+    return report, report.trace

@@ -54,7 +54,7 @@ class _Parent:
     lock = threading.Lock()
     relay: RelayServer | None = None
     session: Any = None
-    owner: owners.Owner | None = None
+    owner: owners.CallOwner | None = None
     #: The interception of a followed child (this process is one), if started.
     follower: Interceptor | None = None
 
@@ -120,7 +120,7 @@ class ChildWatch:
 
 
 def follow_children(
-    session: Any, owner: owners.Owner | None, *, close: bool, allowed_hosts: Iterable[str] = ()
+    session: Any, owner: owners.CallOwner | None, *, close: bool, allowed_hosts: Iterable[str] = ()
 ) -> ChildWatch:
     """Follow the children started from now on into ``session``; ``close``: a replay, so also point
     the base-URL and proxy variables at the relay's refusing port (loopback and ``allowed_hosts``

@@ -148,6 +148,10 @@ class Comparison:
                 turn.input["index"], "matcher", "a request the matcher accepts", reason, MATCHER_HINT
             )
 
+    def check_unedited(self) -> None:
+        """At the end of a run: raise ``RuntimeError`` if a value this policy reused by identity was
+        edited after it was compared (a bug of this package; nothing of the agent's can cause it)."""
+
     def _diverge_at(self, index: int, diff: Difference, hint: str, rules: str | None) -> NoReturn:
         diverge(index, diff.path, diff.expected, diff.actual, self.secrets, hint, rules)
 
@@ -197,6 +201,21 @@ class StrictComparison(Comparison):
         if entry is None or entry[0] is not message:
             entry = self._messages[id(message)] = (message, identity_text(message))
         return entry[1]
+
+    def check_unedited(self) -> None:
+        """The messages of the last request, encoded again, must give the texts they were compared by.
+
+        Reusing a message's text by identity is sound only while nothing edits the normalized
+        message once made, which the session, the providers and the match rules all promise (the
+        matcher gets copies). Checking it once per run costs one request's encoding, and a message
+        edited at any point of the run stays edited, so a break of the promise cannot go unseen.
+        """
+        for message, text in self._messages.values():
+            if identity_text(message) != text:
+                raise RuntimeError(
+                    "pytest-blackbox internal error: a request message was edited after it was "
+                    "compared, so this replay's comparison cannot be trusted; please report it"
+                )
 
     def equal_unused(self, following: RecordedTurn | None, view: Any) -> RecordedTurn | None:
         if following is not None and self.identical(following, view):

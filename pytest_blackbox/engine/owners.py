@@ -2,10 +2,10 @@
 
 A model call from a thread (or task) that outlived the test that started it would otherwise reach
 whichever session is intercepting when it comes: the next test's, which would record it into its
-own cassette and then never replay it. The plugin marks the test running now (:func:`claim`);
+own cassette and then never replay it. The plugin marks the test running now (:func:`claim_calls`);
 tasks inherit the mark with their context, and threads get it from ``threading.Thread.start`` and
-``ThreadPoolExecutor.submit``, patched once :func:`claim` is first called. A session asks
-:func:`stray` before it handles a call: a call owned by another test is refused, naming that test.
+``ThreadPoolExecutor.submit``, patched once :func:`claim_calls` is first called. A session asks
+:func:`stray_owner` before it handles a call: a call owned by another test is refused, naming that test.
 See docs/pytest.md#background-threads-and-tasks.
 """
 
@@ -25,25 +25,36 @@ from ..errors import StrayCallWarning
 from ..interception import ModelRequest, Reply
 from .wire import WireCall, refusal
 
-__all__ = ["Owner", "claim", "current", "refuse_stray", "release", "running_as", "stray", "unowned"]
+__all__ = [
+    "CallOwner",
+    "claim_calls",
+    "current",
+    "refuse_stray_call",
+    "release_calls",
+    "running_as",
+    "stray_owner",
+    "unowned",
+]
 
 
 @dataclass(frozen=True, eq=False)
-class Owner:
+class CallOwner:
     """A test that owns the threads and tasks started while it runs (compared by identity)."""
 
     name: str
 
 
 #: ``None``: not known (inherit the thread's owner); :data:`_NOBODY`: owned by no test.
-_OWNER: contextvars.ContextVar[Owner | None] = contextvars.ContextVar("pytest_blackbox_owner", default=None)
-_NOBODY = Owner("")
+_OWNER: contextvars.ContextVar[CallOwner | None] = contextvars.ContextVar(
+    "pytest_blackbox_owner", default=None
+)
+_NOBODY = CallOwner("")
 _ATTRIBUTE = "_pytest_blackbox_owner"
 _patched = False
 _patch_lock = threading.Lock()
 
 
-def current() -> Owner | None:
+def current() -> CallOwner | None:
     """The test the running code belongs to: its context's, else its thread's; ``None`` if no test's."""
     owner = _OWNER.get()
     if owner is None:
@@ -51,21 +62,21 @@ def current() -> Owner | None:
     return None if owner is _NOBODY else owner
 
 
-def claim(owner: Owner) -> contextvars.Token[Owner | None]:
+def claim_calls(owner: CallOwner) -> contextvars.Token[CallOwner | None]:
     """Mark the code running from now on, and what it starts, as ``owner``'s."""
     _patch()
     return _OWNER.set(owner)
 
 
-def release(token: contextvars.Token[Owner | None]) -> None:
-    """Undo :func:`claim` (from the same context; otherwise the mark is simply cleared)."""
+def release_calls(token: contextvars.Token[CallOwner | None]) -> None:
+    """Undo :func:`claim_calls` (from the same context; otherwise the mark is simply cleared)."""
     try:
         _OWNER.reset(token)
     except ValueError:
         _OWNER.set(None)
 
 
-def stray(session_owner: Owner | None) -> Owner | None:
+def stray_owner(session_owner: CallOwner | None) -> CallOwner | None:
     """The other test a call made now belongs to, when it is not ``session_owner``'s."""
     owner = current()
     if owner is None or session_owner is None or owner is session_owner:
@@ -73,7 +84,7 @@ def stray(session_owner: Owner | None) -> Owner | None:
     return owner
 
 
-def refuse_stray(request: ModelRequest, other: Owner, this: Owner | None) -> Reply:
+def refuse_stray_call(request: ModelRequest, other: CallOwner, this: CallOwner | None) -> Reply:
     """The refusal of a call owned by ``other`` that came while ``this`` test ran (also a warning:
     the thread that made it may swallow the error)."""
     text = (
@@ -86,7 +97,7 @@ def refuse_stray(request: ModelRequest, other: Owner, this: Owner | None) -> Rep
 
 
 @contextmanager
-def running_as(owner: Owner | None) -> Iterator[None]:
+def running_as(owner: CallOwner | None) -> Iterator[None]:
     """Run a block as ``owner``'s (the relay answering a child of the test running now)."""
     token = _OWNER.set(owner if owner is not None else _NOBODY)
     try:
@@ -140,7 +151,7 @@ def _owned_submit(submit: Callable[..., Any]) -> Callable[..., Any]:
     return owned_submit
 
 
-def _as_owner(owner: Owner, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _as_owner(owner: CallOwner, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         with running_as(owner):

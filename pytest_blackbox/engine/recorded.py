@@ -8,6 +8,7 @@ See docs/engine.md#replay-what-is-compared.
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +83,7 @@ class RecordedRun:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.steps = trace["steps"]
-        refused = ToolRounds.of(self.steps).problem
+        refused = _shape(self.steps).problem
         if refused is not None:
             raise CassetteError(
                 f"step {refused[0]}: {refused[1]}; this cassette's tool rounds disagree with its model "
@@ -98,7 +99,7 @@ class RecordedRun:
         #: Each turn by the index of its ``model_input`` step.
         self.by_input: dict[int, RecordedTurn] = {}
         self.pre, self.pre_end = self._round_at(0)
-        self._index: AnswerIndex[RecordedTurn] | None = None
+        self._linked = False
         self._read_turns()
 
     def _round_at(self, index: int) -> tuple[list[RecordedPair], int]:
@@ -129,18 +130,72 @@ class RecordedRun:
             self.by_input[index] = turn
             index = after
 
-    def link(self) -> AnswerIndex[RecordedTurn]:
-        """Which recorded call each one continues (computed once, when first needed)."""
-        if self._index is not None:
-            return self._index
-        index: AnswerIndex[RecordedTurn] = AnswerIndex()
-        for turn in self.turns:
-            if turn.output is not None:
-                index.add(turn, turn.request, turn.output["payload"])
-        for turn in self.turns:
-            found = [t for t in index.continued(turn.request) if t is not turn]
-            if found:
-                turn.parent = min(found, key=lambda t: (bool(t.children), t.number))
+    def link(self) -> None:
+        """Link each recorded call to the one it continues (when first needed; see :class:`_Shape`)."""
+        if self._linked:
+            return
+        for turn, parent in zip(self.turns, _shape(self.steps).links(self.turns).parents, strict=True):
+            if parent is not None:
+                turn.parent = self.turns[parent]
                 turn.parent.children.append(turn)
-        self._index = index
-        return index
+        self._linked = True
+
+    def continued(self, model_input: Any, *, exact: bool = True) -> list[RecordedTurn]:
+        """The recorded calls whose answer is the latest one ``model_input``'s history carries
+        (``AnswerIndex.continued``)."""
+        self.link()
+        index = _shape(self.steps).links(self.turns).index
+        return [self.turns[number] for number in index.continued(model_input, exact=exact)]
+
+
+@dataclass
+class _Links:
+    """Which recorded call each one continues (by number), and the calls by the answer they gave."""
+
+    index: AnswerIndex[int]
+    parents: list[int | None]
+
+
+class _Shape:
+    """What the structure of a cassette's steps says, the same for every replay of it: whether its
+    tool rounds agree with its model output, and (computed when first needed) its calls' links.
+
+    Kept per steps list (``_shape``): a cassette's loaders share one trace between the sessions
+    that replay it, which never edit it.
+    """
+
+    def __init__(self, steps: list[TraceStep]) -> None:
+        self.problem = ToolRounds.of(steps).problem
+        self._links: _Links | None = None
+
+    def links(self, turns: list[RecordedTurn]) -> _Links:
+        """The links of ``turns`` (a run read from these steps; any run's turns give the same)."""
+        if self._links is None:
+            index: AnswerIndex[int] = AnswerIndex()
+            for turn in turns:
+                if turn.output is not None:
+                    index.add(turn.number, turn.request, turn.output["payload"])
+            parents: list[int | None] = []
+            children: set[int] = set()
+            for turn in turns:
+                found = [n for n in index.continued(turn.request) if n != turn.number]
+                parent = min(found, key=lambda n: (n in children, n)) if found else None
+                if parent is not None:
+                    children.add(parent)
+                parents.append(parent)
+            self._links = _Links(index, parents)
+        return self._links
+
+
+#: Each steps list's shape, by its identity (the list kept alive with it); bounded.
+_SHAPES: OrderedDict[int, tuple[list[TraceStep], _Shape]] = OrderedDict()
+_SHAPES_MAX = 64
+
+
+def _shape(steps: list[TraceStep]) -> _Shape:
+    entry = _SHAPES.get(id(steps))
+    if entry is None or entry[0] is not steps:
+        entry = _SHAPES[id(steps)] = (steps, _Shape(steps))
+        if len(_SHAPES) > _SHAPES_MAX:
+            _SHAPES.popitem(last=False)
+    return entry[1]

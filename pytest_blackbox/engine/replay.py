@@ -217,8 +217,7 @@ class ReplayCursor:
 
     def _candidates(self, actual: Any) -> list[RecordedTurn]:
         """The unused calls this request can stand for: the next ones of its conversation, if it has one."""
-        index = self.run.link()
-        used = [t for t in index.continued(actual, exact=self.compare.exact) if t.consumed]
+        used = [t for t in self.run.continued(actual, exact=self.compare.exact) if t.consumed]
         if used:
             parent = min(used, key=lambda t: (all(c.consumed for c in t.children), t.number))
             following = [c for c in parent.children if not c.consumed]
@@ -279,6 +278,7 @@ class ReplayCursor:
 
     def finish(self, outcome: Any) -> int:
         """Check that every round ran, every call was used, and the outcome; returns the steps replayed."""
+        self.compare.check_unedited()
         self.settle()
         unused = [t for t in self.turns if not t.consumed]
         first = min([t.input["index"] for t in unused] + self.run.stray, default=None)

@@ -1,8 +1,9 @@
 """The session: one run of an agent, recorded to a cassette or replayed from one (docs/engine.md).
 
-It owns the run's lifecycle and dispatches each intercepted call by mode: to the recording buffer
-(``recording``), the replay cursor (``replay``) or the fork (``fork``); what ends a run and how is
-``ending``'s, called with what each rule needs. Errors never cross the SDK boundary as
+It owns the run's lifecycle, its lock and its first error, and hands each intercepted call to
+``dispatch``, which answers it by mode: from the recording buffer (``recording``), the replay cursor
+(``replay``) or the fork (``fork``); what ends a run and how is ``ending``'s, called with what each
+rule needs. Errors never cross the SDK boundary as
 exceptions (the SDKs would retry or wrap them): the agent gets an HTTP 400 in the provider's error
 shape with a ``[blackbox]`` message, the first typed error is kept, and ``finish()`` raises it.
 """
@@ -19,48 +20,31 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .. import providers
-from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError, ReplayDivergenceError
+from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError
 from ..interception import Forward, Interceptor, ModelRequest, OtherRequest, Reply
 from ..trace.model import Terminal, Trace, TraceStep
-from ..trace.payloads import tool_calls_of
-from ..trace.recorder import TraceRecorder
 from ..trace.secrets import mask
 from ..vocabulary import UNSET
 from . import exithooks, launched
-from .bodies import BodyParser
-from .cassettes import load_cassette
-from .concurrency import inside_tool, last_call, note_call, running_tool
+from .concurrency import running_tool
+from .dispatch import Dispatch
 from .ending import (
     RunReport,
-    cassette_out,
     check_finish_arguments,
-    check_replay,
     exit_terminal,
     refuse_exit,
     refuse_finish,
     report_to_launcher,
     terminal_payload,
-    write_cassette,
 )
-from .fork import SessionFork
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
-from .observed import AgentRun, ModelCall, ToolLog, model_calls_of
+from .observed import AgentRun, ToolLog
 from .options import SessionOptions, resolve_options
-from .recorded import RecordedPair
-from .recording import Recording, ToolInvocation
-from .replay import ReplayCursor
+from .recording import ToolInvocation
 from .rules import Redactor
 from .tools import Answered, ToolPort, wrap_tool
-from .wire import (
-    WireCall,
-    offline_error,
-    reaches_allowed_host,
-    refusal,
-    refuse_placeholder,
-    side_call_error,
-    warn_unreplayable,
-)
+from .wire import WireCall, refusal
 
 __all__ = ["RunReport", "Session", "blackbox", "stop_finished_sessions"]
 
@@ -95,11 +79,7 @@ class Session:
         """``trace``: a replay's cassette, already read and checked (``cassettes.load_verified``); without
         it, a replay reads and checks ``options.cassette`` itself."""
         self.options = options
-        self.mode = options.mode
-        self._clock = clock
         self._lock = threading.RLock()
-        self._ids = providers.CallIds()
-        self._bodies = BodyParser()
         self._secrets = KnownKeys.from_environment(os.environ, options.secrets)
         self._redactor = Redactor(options.redact) if options.redact else None
         self._first_error: BlackboxError | None = None
@@ -110,49 +90,33 @@ class Session:
         self._tool_port = ToolPort(
             partial(running_tool, self._token), self._begin_tool, self._end_tool, self._abandon_tool
         )
-        self._recording: Recording | None = None
-        self._cursor: ReplayCursor | None = None
         self._interceptor: Interceptor | None = None
-        self._fork: SessionFork | None = None
         self.report: RunReport | None = None
         #: The wrapped tools' calls as the agent saw them (``run``).
         self.tool_log = ToolLog()
-        #: Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did.
-        self.went_live_at: int | None = None
-        self._prepare(trace)
-        if exit_net and self.mode in ("record", "replay", "fork"):
-            exithooks.watch(self, self._end_by_exit)
-
-    def _prepare(self, checked: Trace | None) -> None:
-        if self.mode == "record":
-            if self.options.out is None:
-                raise BlackboxUsageError("record mode needs an output path (out / BLACKBOX_OUT)")
-            recorder = TraceRecorder(self.options.resolved_trace_id, self._clock())
-            self._recording = self._new_recording(recorder)
-        elif self.mode == "replay":
-            if self.options.cassette is None:
-                raise BlackboxUsageError("replay mode needs a cassette (cassette / BLACKBOX_CASSETTE)")
-            trace = checked if checked is not None else load_cassette(self.options.cassette)
-            self._cursor = self._new_cursor(trace)
-        elif self.mode == "fork":
-            self._fork = SessionFork.prepare(self.options, self._secrets)
-            self._cursor = self._new_cursor(self._fork.parent)
-
-    def _new_cursor(self, trace: Trace) -> ReplayCursor:
-        return ReplayCursor(trace, self.options.match, self._secrets, self.options.match_rules)
-
-    def _new_recording(self, recorder: TraceRecorder) -> Recording:
-        concurrent = self.options.mode == "record"
-        return Recording(
-            recorder,
-            self._ids,
-            clock=self._clock,
+        self._dispatch = Dispatch(
+            options,
+            trace,
+            secrets=self._secrets,
+            redactor=self._redactor,
+            clock=clock,
             lock=self._lock,
             owner=self._token,
             fail=self._fail,
-            concurrent=concurrent,
-            redact=self._redacted if self._redactor is not None else None,
         )
+        if exit_net and self.mode in ("record", "replay", "fork"):
+            exithooks.watch(self, self._end_by_exit)
+
+    @property
+    def mode(self) -> str:
+        """``off``, ``record``, ``replay`` or ``fork``; ``record`` once a replay went live or a fork
+        passed its fork point."""
+        return self._dispatch.mode
+
+    @property
+    def went_live_at(self) -> int | None:
+        """Where a ``new_episodes`` replay started recording (the first re-recorded step), if it did."""
+        return self._dispatch.went_live_at
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -220,10 +184,6 @@ class Session:
         """Text for a message or a cassette: redacted, then every known key masked."""
         return mask(text if self._redactor is None else self._redactor.text(text), self._secrets)
 
-    def _redacted(self, value: Any) -> Any:
-        """A value as a cassette holds it (what a replay compares a live value with)."""
-        return value if self._redactor is None else self._redactor.value(value)
-
     def _fail(self, error: BlackboxError) -> BlackboxError:
         """Keep the first typed error: it is the one ``finish()`` raises."""
         with self._lock:
@@ -242,21 +202,7 @@ class Session:
             self._secrets.note_request(request.headers, request.url)
             try:
                 self._refuse_if_ended("this request was not sent")
-                if self._recording is not None and self._recording.running:
-                    self._recording.overlap(inside_tool(self._token))
-                call = WireCall.of(request, self._bodies)
-                if self._fork is not None:
-                    self._fork.before_model_call(call.provider, call.body)
-                if self.mode in ("replay", "fork"):
-                    try:
-                        return self._replay_call(call)
-                    except ReplayDivergenceError as exc:
-                        self._go_live_or_raise(exc)
-                assert self._recording is not None
-                if self._fork is not None and self._fork.scripted:
-                    return self._script_call(call, self._recording)
-                refuse_placeholder(request, call.provider.NAME, self._secrets)
-                return self._recording.record_call(call)
+                return self._dispatch.answer_model(request)
             except BlackboxError as exc:
                 text = "[blackbox] " + self._mask(str(self._refuse_call(exc)))
                 return refusal(WireCall.provider_of(request), text)
@@ -268,64 +214,13 @@ class Session:
         if self._first_error is not None:
             raise self._first_error
 
-    def _replay_call(self, call: WireCall) -> Reply:
-        assert self._cursor is not None
-        model_input = self._redacted(call.normalize(self._ids))
-        turn = self._cursor.answer(model_input, in_order=self._fork is not None)  # a fork: as recorded
-        note_call(self._token, turn.number)
-        assert turn.output is not None
-        self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(turn.output["payload"]))
-        return call.reply(model_input, turn.output)
-
-    def _script_call(self, call: WireCall, recording: Recording) -> Reply:
-        """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
-        assert self._fork is not None
-        started = self._clock()
-        model_input = call.normalize(self._ids)
-        recording.append_turn(model_input, started, self._fork.next_output(self._ids))
-        return call.reply(model_input, recording.recorder.steps[-1])
-
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
-        """Not a model call: sent to loopback or an allowed host; otherwise recorded runs warn (a replay
-        could not send it) and offline runs refuse it. An SDK side call is refused outside wrapped tools."""
-        side = side_call_error(self.options.mode, request, self._mask)
-        if side is not None and not (self.mode == "record" and inside_tool(self._token)):
-            self._refuse_call(side)  # kept, unless the run already ended
-            raise side
-        if reaches_allowed_host(request, self.options.allowed_hosts):
-            return Forward()
-        if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
-            if not inside_tool(self._token):  # a wrapped tool's requests never happen in a replay
-                warn_unreplayable(request, self._mask)
-            return Forward()
-        error = offline_error(self.options.mode, request, self._mask)
-        self._refuse_call(error)  # kept, unless the run already ended
-        raise error
-
-    def _go_live_or_raise(self, divergence: ReplayDivergenceError) -> None:
-        """In a ``new_episodes`` replay, a divergence switches to recording; otherwise it stands.
-
-        Only a replay that used the recorded model calls in order can go live: the steps before the
-        divergence are then a prefix of the cassette, copied verbatim (same ids and hashes).
-        """
-        cursor = self._cursor
-        assert cursor is not None
-        if self.options.on_divergence != "record" or not cursor.in_order:
-            raise divergence
-        cut, claimed, opener = cursor.live_cut()
-        self._continue_recording(TraceRecorder.resuming(cursor.trace), cut, opener, claimed)
-        self.went_live_at = cut
-
-    def _continue_recording(
-        self, recorder: TraceRecorder, cut: int, opener: TraceStep | None, claimed: list[RecordedPair]
-    ) -> Recording:
-        """Switch from replaying to recording (a ``new_episodes`` replay, a fork): see ``continue_from``."""
-        assert self._cursor is not None
-        recording = self._recording = self._new_recording(recorder)
-        recording.continue_from(self._cursor.trace, cut, opener, claimed)
-        self._cursor = None
-        self.mode = "record"
-        return recording
+        """Not a model call (``Dispatch.answer_other``); a refusal is kept unless the run already ended."""
+        try:
+            return self._dispatch.answer_other(request, self._mask)
+        except BlackboxError as exc:
+            self._refuse_call(exc)
+            raise
 
     # -- tools -----------------------------------------------------------------------------------
 
@@ -344,15 +239,8 @@ class Session:
     def run(self) -> AgentRun:
         """The run so far: model calls, tool calls and (once finished) the status; see ``observed``."""
         with self._lock:
-            if self._recording is not None:
-                model_calls = model_calls_of(self._recording.recorder.steps)
-            elif self._cursor is not None:
-                used = [t for t in self._cursor.turns if t.consumed and t.output is not None]
-                model_calls = [ModelCall(t.input["payload"], t.output["payload"]) for t in used if t.output]
-            else:
-                model_calls = []
             status = self.report.status if self.report is not None else None
-            return AgentRun(tuple(model_calls), self.tool_log.calls(), status)
+            return AgentRun(tuple(self._dispatch.model_calls()), self.tool_log.calls(), status)
 
     def _begin_tool(self, name: str, tool_input: Any) -> Answered | ToolInvocation:
         """Answer from the cassette (replay) or register a real run (record); refusals come first."""
@@ -361,56 +249,27 @@ class Session:
             try:
                 self._refuse_if_ended(f"`{name}` was not run")
                 tool_input = to_json_value(tool_input, f"the arguments of tool {name}")
-                if self._cursor is not None:
-                    tool_input = self._redacted(tool_input)  # compared as the cassette holds it
-                if self.mode == "replay":
-                    assert self._cursor is not None
-                    hint = last_call(self._token)
-                    try:
-                        pair = self._cursor.claim_tool(
-                            name, tool_input, hint if isinstance(hint, int) else None
-                        )
-                        return Answered(pair.answer())
-                    except ReplayDivergenceError as exc:
-                        self._go_live_or_raise(exc)
-                answered = self._fork_tool(name, tool_input) if self._fork is not None else None
-                if answered is not None:
-                    return answered
-                assert self._recording is not None
-                return self._recording.start_tool(name, tool_input)
+                return self._dispatch.begin_tool(name, tool_input)
             except BlackboxError as exc:
                 raise _clean(self._refuse_call(exc)) from None
             except RecordedToolError as exc:
                 raise _clean(exc) from None
 
-    def _fork_tool(self, name: str, tool_input: Any) -> Answered | None:
-        """A fork answers from the cassette before its fork point, swaps in the new result at it, and
-        after it still answers the calls of that round recorded before it (``None``: run for real)."""
-        fork, cursor = self._fork, self._cursor
-        assert fork is not None
-        if cursor is None:
-            assert self._recording is not None
-            return fork.serve(name, tool_input, self._recording.open_calls)
-        pair = cursor.claim_tool(name, tool_input)
-        if not fork.is_fork_point(pair):
-            return Answered(pair.answer())
-        round_, opener = cursor.round, cursor.opener  # copy steps 0…N-1, write step N, record on
-        recording = self._continue_recording(fork.new_recorder(), fork.at, opener, fork.reach(round_, pair))
-        return Answered(fork.write_fork_point(recording, round_, pair))
-
     def _end_tool(self, pending: ToolInvocation, result: Any, error: BaseException | None) -> Any:
         with self._lock:
-            assert self._recording is not None
+            recording = self._dispatch.recording
+            assert recording is not None
             message = None if error is None else self._mask(str(error) or type(error).__name__)
             try:
-                return self._recording.end_tool(pending, result, message)
+                return recording.end_tool(pending, result, message)
             except BlackboxError as exc:
                 raise _clean(self._fail(exc)) from None
 
     def _abandon_tool(self, pending: ToolInvocation) -> None:
         with self._lock:
-            assert self._recording is not None
-            self._recording.abandon_tool(pending)
+            recording = self._dispatch.recording
+            assert recording is not None
+            recording.abandon_tool(pending)
 
     # -- ending ----------------------------------------------------------------------------------
 
@@ -431,7 +290,7 @@ class Session:
             raise _clean(exc) from None
 
     def _finish(self, result: Any, error: Any) -> RunReport:
-        refuse_finish(self._running(), self._first_error, self._fork)
+        refuse_finish(self._dispatch.running, self._first_error, self._dispatch.fork)
         if self.mode == "off":
             return RunReport(mode="off", path=None, steps=0, status="incomplete")
         return self._close(partial(terminal_payload, result, error, mask=self._mask), result, error)
@@ -451,12 +310,9 @@ class Session:
             self._reported(lambda: self._exit(exit_code), keep_error=True)
 
     def _exit(self, exit_code: int) -> RunReport:
-        running = self._running()
-        refuse_exit(self.mode, exit_code, running, self._first_error, self._fork)
+        running = self._dispatch.running
+        refuse_exit(self.mode, exit_code, running, self._first_error, self._dispatch.fork)
         return self._close(partial(exit_terminal, exit_code, running, mask=self._mask))
-
-    def _running(self) -> int:
-        return self._recording.running if self._recording is not None else 0
 
     def _close(
         self,
@@ -464,30 +320,8 @@ class Session:
         result: Any = UNSET,
         error: Any = UNSET,
     ) -> RunReport:
-        """Check the replay (one gone live at its end is written), or write the recording ending with
-        the terminal step ``terminal_of(steps)``."""
-        if self.mode == "replay":
-            assert self._cursor is not None
-            try:
-                self.report = check_replay(
-                    self._cursor, self.options.cassette, result, error, self._mask, self._redacted
-                )
-                return self.report
-            except ReplayDivergenceError as exc:
-                try:
-                    self._go_live_or_raise(exc)
-                except ReplayDivergenceError:
-                    raise self._fail(exc) from None
-        assert self._recording is not None
-        self.report = write_cassette(
-            self._recording,
-            cassette_out(self.options),
-            terminal_of,
-            mode="fork" if self._fork is not None else "record",  # a fork records from its fork point on
-            secrets=self._secrets,
-            mask=self._mask,
-            keep=self._fail,
-        )
+        """Check the replay or write the recording (``Dispatch.close``); the report is kept for ``run``."""
+        self.report = self._dispatch.close(terminal_of, self._mask, result, error)
         return self.report
 
     def _reported(self, end: Callable[[], RunReport], *, keep_error: bool) -> RunReport:

@@ -1,4 +1,6 @@
-"""Route the SDKs' model calls to a handler at the HTTP-client level, with respx as the routing engine.
+"""Route the SDKs' model calls to a handler at the HTTP-client level: a respx mocker patches the clients,
+and the innermost interceptor decides on each request itself (respx routes a copy only behind a router
+registered after it).
 
 This package knows nothing about cassettes or providers: the caller names the model routes, hands
 each model request to ``on_model`` and either answers with a :class:`Reply` or forwards the original

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "Decide",
     "Forward",
     "ModelHandler",
     "ModelRequest",
@@ -16,6 +17,7 @@ __all__ = [
     "OtherRequest",
     "Reply",
     "UpstreamResponse",
+    "checked",
     "header_list",
 ]
 
@@ -99,6 +101,16 @@ class Forward:
 
 ModelHandler = Callable[[ModelRequest], "Reply | Forward"]
 OtherHandler = Callable[[OtherRequest], "Reply | Forward"]
+#: What answers one request (method, URL, headers and body of the client's own request, whether the
+#: client is async): a :class:`Reply`, a :class:`Forward`, or ``None`` to pass it through untouched.
+Decide = Callable[[str, Any, Any, bytes, bool], "Reply | Forward | None"]
+
+
+def checked(decision: object) -> Reply | Forward:
+    """A handler's decision, which must be a :class:`Reply` or a :class:`Forward`."""
+    if isinstance(decision, (Reply, Forward)):
+        return decision
+    raise TypeError(f"an interception handler must return Reply or Forward, not {type(decision).__name__}")
 
 
 def header_list(headers: Any) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ import httpx
 import respx
 from respx.mocks import Mocker
 
+from .handler import Decide
 from .transport import InterceptTransport
 
 __all__ = ["InterceptorMocker"]
@@ -72,7 +73,7 @@ class InterceptorMocker(Mocker):
     def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
         def _transport_for_url(client: Any, url: Any) -> InterceptTransport:
             lib = httpx if isinstance(client, (httpx.Client, httpx.AsyncClient)) else _httpx2()
-            return InterceptTransport(spec(client, url), lib, _route_sync, _route_async)
+            return InterceptTransport(spec(client, url), lib, _innermost, _route_sync, _route_async)
 
         return _transport_for_url
 
@@ -85,6 +86,14 @@ def _classes(targets: tuple[str, ...]) -> list[Any]:
 
 def _httpx2() -> ModuleType:
     return importlib.import_module("httpx2")
+
+
+def _innermost() -> Decide | None:
+    """The innermost interceptor's ``decide``, which the transport asks without respx (``None``: the
+    innermost router is not an interceptor's, or none is registered: respx routes the request)."""
+    routers = InterceptorMocker.routers
+    decide: Decide | None = getattr(routers[0], "decide", None) if routers else None
+    return decide
 
 
 def _route_sync(request: httpx.Request) -> httpx.Response | None:

@@ -7,36 +7,35 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
+from typing import Any
 
 import httpx
 import respx
-from respx.patterns import M, Pattern
 
 from . import aiohttp_guard
-from .handler import Forward, ModelHandler, ModelRequest, OtherHandler, OtherRequest, Reply, header_list
+from .handler import (
+    Decide,
+    Forward,
+    ModelHandler,
+    ModelRequest,
+    OtherHandler,
+    OtherRequest,
+    Reply,
+    checked,
+    header_list,
+)
 from .mocker import InterceptorMocker
 from .transport import is_async, mark_forward
 
 __all__ = ["Interceptor"]
 
-_OTHER_ROUTE_NAME = "pytest_blackbox.other"
-_SideEffect = Callable[[httpx.Request], "httpx.Response | httpx.Request"]
+_ROUTE_NAME = "pytest_blackbox.interceptor"
 
 
-def _model_request(route: str, request: httpx.Request) -> ModelRequest:
-    headers = header_list(request.headers)
-    return ModelRequest(route, request.method, str(request.url), headers, request.content, is_async(request))
-
-
-def _other_request(request: httpx.Request) -> OtherRequest:
-    headers = header_list(request.headers)
-    return OtherRequest(request.method, str(request.url), headers, request.content, is_async(request))
-
-
-def _resolve(decision: Reply | Forward, request: httpx.Request) -> httpx.Response | httpx.Request:
-    """Turn a handler's decision into what a respx side effect returns (the request = pass through).
+def _resolve(decision: Reply | Forward | None, request: httpx.Request) -> httpx.Response | httpx.Request:
+    """Turn a decision into what a respx side effect returns (the request = pass through).
 
     The response names its request, so respx has no reason to copy it.
     """
@@ -46,17 +45,30 @@ def _resolve(decision: Reply | Forward, request: httpx.Request) -> httpx.Respons
         )
     if isinstance(decision, Forward):
         return mark_forward(request, decision)
-    raise TypeError(f"an interception handler must return Reply or Forward, not {type(decision).__name__}")
+    return request
 
 
 class _Router(respx.MockRouter):
-    """A router that keeps no call history and no snapshots.
+    """An interceptor's registration with the mocker: one route that hands every request to its
+    ``decide``, and no call history or snapshots.
 
-    Every request of a long agent run carries the whole conversation so far, and nobody reads these
-    calls back. An interceptor's routes never change once built, so there is nothing for respx to
-    snapshot when the router starts or to roll back when it stops (each snapshot copies respx's call
-    lists, which are mocks and costly to make: a replayed test starts and stops one router).
+    The transport asks ``decide`` directly, without respx, whenever this router is the innermost one
+    (see ``transport``); the route only serves a request respx routes itself (another router
+    registered after this one, on the same mocker, that left it unanswered). Every request of a long
+    agent run carries the whole conversation so far and nobody reads these calls back, and the route
+    never changes once built, so there is nothing to record, snapshot or roll back (each snapshot
+    copies respx's call lists, which are mocks and costly to make: a replayed test starts and stops
+    one router).
     """
+
+    def __init__(self, decide: Decide) -> None:
+        super().__init__(using=InterceptorMocker.name, assert_all_called=False, assert_all_mocked=True)
+        self.decide = decide
+        self.add(_Route(), name=_ROUTE_NAME).mock(side_effect=self._side_effect)
+
+    def _side_effect(self, request: httpx.Request) -> httpx.Response | httpx.Request:
+        method, url, headers = request.method, request.url, request.headers
+        return _resolve(self.decide(method, url, headers, request.content, is_async(request)), request)
 
     def record(
         self,
@@ -75,7 +87,7 @@ class _Router(respx.MockRouter):
 
 
 class _Route(respx.Route):
-    """A route of an interceptor: it never changes once built, so it keeps no snapshots either."""
+    """The route of an interceptor: it never changes once built, so it keeps no snapshots either."""
 
     def snapshot(self) -> None:
         return None
@@ -84,11 +96,19 @@ class _Route(respx.Route):
         return None
 
 
+#: Stopped routers, each taken again by the next interceptor that starts: a router's only state is the
+#: ``decide`` it routes to, and building one (its route, its side effect) costs more than a whole
+#: replayed model call.
+_IDLE: list[_Router] = []
+
+
 @functools.lru_cache(maxsize=16)
-def _route_patterns(routes: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], list[tuple[str, Pattern]]]:
-    """The model paths as one expression, and each route's respx pattern: built once per process."""
+def _route_patterns(
+    routes: tuple[tuple[str, str], ...],
+) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """The model paths as one expression, and each route's own: compiled once per process."""
     model_paths = re.compile("|".join(f"(?:{path_regex})" for _, path_regex in routes))
-    return model_paths, [(name, M(method="POST", path__regex=path_regex)) for name, path_regex in routes]
+    return model_paths, tuple((name, re.compile(path_regex)) for name, path_regex in routes)
 
 
 class Interceptor:
@@ -119,16 +139,8 @@ class Interceptor:
         self._on_model = on_model
         self._on_other = on_other
         self._active = False
-        self._model_paths, patterns = _route_patterns(tuple(routes.items()))
-        self._router = _Router(using=InterceptorMocker.name, assert_all_called=False, assert_all_mocked=True)
-        for route_name, pattern in patterns:
-            route = self._router.add(_Route(pattern), name=route_name)
-            route.mock(side_effect=self._model_side_effect(route_name))
-        catch_all = self._router.add(_Route(), name=_OTHER_ROUTE_NAME)
-        if on_other is None:
-            catch_all.pass_through()
-        else:
-            catch_all.mock(side_effect=_other_side_effect(on_other))
+        self._model_paths, self._routes = _route_patterns(tuple(routes.items()))
+        self._router: _Router | None = None
 
     @property
     def active(self) -> bool:
@@ -136,6 +148,8 @@ class Interceptor:
 
     def start(self) -> None:
         if not self._active:
+            self._router = _IDLE.pop() if _IDLE else _Router(self.decide)
+            self._router.decide = self.decide
             self._router.start()
             aiohttp_guard.start(self._model_paths)
             self._active = True
@@ -144,7 +158,10 @@ class Interceptor:
         if self._active:
             self._active = False
             aiohttp_guard.stop()
-            self._router.stop(quiet=True)
+            router, self._router = self._router, None
+            if router is not None:
+                router.stop(quiet=True)
+                _IDLE.append(router)
 
     def __enter__(self) -> Interceptor:
         self.start()
@@ -158,15 +175,17 @@ class Interceptor:
     ) -> None:
         self.stop()
 
-    def _model_side_effect(self, route: str) -> _SideEffect:
-        def side_effect(request: httpx.Request) -> httpx.Response | httpx.Request:
-            return _resolve(self._on_model(_model_request(route, request)), request)
-
-        return side_effect
-
-
-def _other_side_effect(on_other: OtherHandler) -> _SideEffect:
-    def side_effect(request: httpx.Request) -> httpx.Response | httpx.Request:
-        return _resolve(on_other(_other_request(request)), request)
-
-    return side_effect
+    def decide(
+        self, method: str, url: Any, headers: Any, body: bytes, is_async: bool
+    ) -> Reply | Forward | None:
+        """What answers one request: ``on_model`` a ``POST`` to a model route (the first whose
+        expression is found in the URL's path), ``on_other`` the rest (``None``: pass it through)."""
+        if method == "POST":
+            path: str = url.path
+            if self._model_paths.search(path) is not None:
+                route = next(name for name, pattern in self._routes if pattern.search(path))
+                request = ModelRequest(route, method, str(url), header_list(headers), body, is_async)
+                return checked(self._on_model(request))
+        if self._on_other is None:
+            return None
+        return checked(self._on_other(OtherRequest(method, str(url), header_list(headers), body, is_async)))

@@ -1,11 +1,16 @@
-"""The transport wrapped around a client's real one: respx decides, the real transport sends what passes.
+"""The transport wrapped around a client's real one: the interceptor decides, the real transport sends
+what passes.
 
-How a :class:`Forward` reaches the transport: the route's side effect stores the ``Forward`` in the
-respx request's ``extensions`` under a private key and returns the request, which is respx's own
-pass-through signal. The wrapper transport catches respx's ``PassThrough`` (it carries that respx
-request), takes the ``Forward`` back out and sends the *original* request through the real transport.
-The respx request is a copy made per call, so the marker never leaks into what goes on the wire and
-concurrent calls cannot see each other's callbacks. See docs/engine.md#model-calls.
+The innermost interceptor decides on the client's own request, without respx: its ``decide`` is
+asked directly, and a :class:`Reply` becomes the client's own response type. Only when the innermost
+router on the mocker is not an interceptor's does respx route a copy of the request (below).
+
+How a :class:`Forward` reaches the transport through respx: the route's side effect stores the
+``Forward`` in the respx request's ``extensions`` under a private key and returns the request, which
+is respx's own pass-through signal. The wrapper transport catches respx's ``PassThrough`` (it carries
+that respx request), takes the ``Forward`` back out and sends the *original* request through the real
+transport. The respx request is a copy made per call, so the marker never leaks into what goes on the
+wire and concurrent calls cannot see each other's callbacks. See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from respx.models import PassThrough
 
 from . import aiohttp_guard
 from .decoding import decode_body
-from .handler import Forward, UpstreamResponse, header_list
+from .handler import Decide, Forward, Reply, UpstreamResponse, header_list
 from .tee import tap, tee_types
 
 __all__ = ["InterceptTransport", "is_async", "mark_forward"]
@@ -30,6 +35,8 @@ _IS_ASYNC_KEY = "pytest_blackbox.is_async"
 #: respx's registry as the transport calls it: route a request, or say ``None`` (not mocked).
 SyncRoute = Callable[[httpx.Request], "httpx.Response | None"]
 AsyncRoute = Callable[[httpx.Request], "Awaitable[httpx.Response | None]"]
+#: The innermost interceptor's ``decide`` (``None``: respx routes the request).
+Innermost = Callable[[], "Decide | None"]
 
 
 class InterceptTransport:
@@ -39,41 +46,58 @@ class InterceptTransport:
     library-specific request, response and transport objects are typed ``Any`` here.
     """
 
-    def __init__(self, real: Any, lib: ModuleType, route: SyncRoute, aroute: AsyncRoute) -> None:
+    def __init__(
+        self, real: Any, lib: ModuleType, innermost: Innermost, route: SyncRoute, aroute: AsyncRoute
+    ) -> None:
         self._real = aiohttp_guard.Routed(real)
         self._lib = lib
+        self._innermost = innermost
         self._route = route
         self._aroute = aroute
 
     def handle_request(self, request: Any) -> Any:
         body = request.read()
+        decide = self._innermost()
         try:
-            answer = self._route(_respx_request(request, body, is_async=False))
+            if decide is not None:
+                decision = decide(request.method, request.url, request.headers, body, False)
+            else:
+                answer = self._route(_respx_request(request, body, is_async=False))
+                if answer is None:
+                    return self._real.handle_request(request)
+                return self._from_respx(answer, _raw_sync(answer.stream))
         except PassThrough as signal:
-            return self._forward(request, _forward_of(signal))
+            decision = _forward_of(signal)
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
                 raise
             raise native from error
-        if answer is None:
-            return self._real.handle_request(request)
-        return self._from_respx(answer, _raw_sync(answer.stream))
+        if isinstance(decision, Reply):
+            return self._reply(decision)
+        return self._forward(request, decision)
 
     async def handle_async_request(self, request: Any) -> Any:
         body = await request.aread()
+        decide = self._innermost()
         try:
-            answer = await self._aroute(_respx_request(request, body, is_async=True))
+            if decide is not None:
+                decision = decide(request.method, request.url, request.headers, body, True)
+            else:
+                answer = await self._aroute(_respx_request(request, body, is_async=True))
+                if answer is None:
+                    return await self._real.handle_async_request(request)
+                return self._from_respx(answer, await _raw_async(answer.stream))
         except PassThrough as signal:
-            return await self._aforward(request, _forward_of(signal))
+            decision = _forward_of(signal)
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
                 raise
             raise native from error
-        if answer is None:
-            return await self._real.handle_async_request(request)
-        return self._from_respx(answer, await _raw_async(answer.stream))
+        if isinstance(decision, Reply):
+            return self._reply(decision)
+        return await self._aforward(request, decision)
 
     def _forward(self, request: Any, forward: Forward | None) -> Any:
         if forward is None or forward.on_response is None:
@@ -135,6 +159,14 @@ class InterceptTransport:
             stream=self._lib.ByteStream(raw),
             extensions=dict(answer.extensions),
         )
+
+    def _reply(self, reply: Reply) -> Any:
+        """The client's own response for a :class:`Reply`, with the ``Content-Length`` that httpx adds
+        to a response built from bytes (as the response respx would have built)."""
+        headers = reply.headers
+        if reply.body and not any(name.lower() == "content-length" for name, _ in headers):
+            headers = [*headers, ("Content-Length", str(len(reply.body)))]
+        return self._lib.Response(reply.status, headers=headers, stream=self._lib.ByteStream(reply.body))
 
     def _native_error(self, error: httpx.RequestError, request: Any) -> BaseException | None:
         """The same-named exception of an httpx2 client's library, so the SDK classifies it as a real

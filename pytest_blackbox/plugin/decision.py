@@ -1,5 +1,6 @@
 """What a test's cassette run does, decided from plain values: record, replay, or fail the test
-before any model call (no cassette in record mode ``none``, or a recording refused in CI).
+before any model call (no cassette in record mode ``none``, or a recording refused in CI); and what
+the summary counts for the error a run ended with.
 
 It reads no file and no pytest object, so the whole table of record modes is unit-tested directly.
 See docs/pytest.md#record-modes.
@@ -10,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Decision", "decide"]
+from ..errors import BlackboxUnsupportedError, CassetteError, OfflineRequestError, ReplayDivergenceError
+from ..vocabulary import Outcome
+
+__all__ = ["Decision", "decide", "error_outcome"]
 
 Action = Literal["record", "replay", "missing", "refused"]
 
@@ -47,3 +51,18 @@ def decide(record_mode: str, *, exists: bool, ci: bool, allow_record: bool) -> D
     if records:
         return Decision("record", writes=True)
     return Decision("replay", writes=new_episodes, new_episodes=new_episodes)
+
+
+def error_outcome(error: BaseException, recording: bool) -> Outcome:
+    """What the summary counts for an error; any other error while recording means nothing was written."""
+    if isinstance(error, ReplayDivergenceError):
+        return "diverged"
+    if isinstance(error, BlackboxUnsupportedError):
+        return "unsupported"
+    if isinstance(error, OfflineRequestError):
+        return "refused"
+    if recording:
+        return "not_written"
+    if isinstance(error, CassetteError):
+        return "invalid"
+    return "failed"

@@ -5,9 +5,12 @@ docs/pytest.md#where-cassettes-go.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,6 +22,9 @@ MAX_NAME = 120
 MAX_NAME_BYTES = 255 - len("." + "." + ".json" + ".4194304.pending" + ".0123456789ab.tmp")
 #: What a ``..`` of a test file's folder becomes in the shared cassette tree (a test outside the rootdir).
 PARENT_PART = "_up"
+#: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is
+#: one older than this, whatever its process id says (ids are reused).
+STALE_PENDING_SECONDS = 24 * 3600
 _HASH_LENGTH = 10
 _UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f\ud800-\udfff]')
 _RESERVED = {
@@ -169,3 +175,38 @@ def pending_owner(file_name: str) -> int | None:
     """The process id in a pending file's name, or ``None`` if it is not one."""
     match = _PENDING.fullmatch(file_name)
     return int(match["pid"]) if match else None
+
+
+def _process_gone(pid: int) -> bool:
+    if sys.platform == "win32":
+        return False  # no cheap, harmless liveness check there: the age decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def remove_stale_pending(folder: Path, cleaned: set[Path]) -> None:
+    """Remove the pending files of recordings whose process died (a SIGTERM, a kill), once per folder.
+
+    Without this, ``git add cassettes/`` would commit them. A live process's files are never touched,
+    so a parallel worker's recording in progress is safe.
+    """
+    if folder in cleaned:
+        return
+    cleaned.add(folder)
+    cutoff = time.time() - STALE_PENDING_SECONDS
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        pid = pending_owner(entry.name)
+        if pid is None or pid == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if _process_gone(pid) or entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)

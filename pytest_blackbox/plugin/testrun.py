@@ -8,12 +8,8 @@ pick the one test that runs as the fork. See docs/pytest.md.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -22,24 +18,24 @@ from typing import Any, Literal
 import pytest
 
 from ..engine import (
+    CallOwner,
     ChildWatch,
     Session,
     SessionFork,
     SessionOptions,
-    environment_keys,
+    claim_calls,
     follow_children,
     fork_options_for,
-    load_verified,
-    owners,
+    refuse_stray_call,
+    release_calls,
     set_placeholder_keys,
+    stray_owner,
     write_report,
 )
 from ..errors import (
     BlackboxError,
-    BlackboxUnsupportedError,
     CassetteError,
     OfflineRequestError,
-    ReplayDivergenceError,
 )
 from ..interception import Forward, ModelRequest, Reply
 from ..trace.io import load_trace, move_into_place
@@ -47,24 +43,16 @@ from ..trace.model import Trace
 from ..vocabulary import Outcome
 from . import messages
 from .config import Settings, rerecord_command
-from .decision import Decision, decide
+from .decision import Decision, error_outcome
 from .expect import RunAssertions
-from .paths import pending_owner, pending_path, trace_id_for
+from .paths import pending_path, remove_stale_pending, trace_id_for
+from .preflight import Refusal, preflight
 from .report import short_report, shown_path
 from .rerecord import first_change
 from .sockets import SocketGuard
 
-_FALSE_VALUES = ("", "0", "false", "no")
-#: A pending file left by a process that is gone (killed mid-run) is removed by the next run; so is
-#: one older than this, whatever its process id says (ids are reused).
-STALE_PENDING_SECONDS = 24 * 3600
 #: Folders already cleaned of stale pending files in this pytest run.
 _CLEANED_KEY = pytest.StashKey[set[Path]]()
-
-
-def in_ci() -> bool:
-    """The ``CI`` variable, set by every CI service, means no test may reach a real model."""
-    return os.environ.get("CI", "").strip().lower() not in _FALSE_VALUES
 
 
 class CassetteSession(Session, RunAssertions):
@@ -81,48 +69,13 @@ class CassetteSession(Session, RunAssertions):
         #: ``rewrite``).
         self.record_mode = record_mode
         #: The test that owns this session: calls from another test's threads are refused.
-        self.owner: owners.Owner | None = None
+        self.owner: CallOwner | None = None
 
     def _on_model(self, request: ModelRequest) -> Reply | Forward:
-        other = owners.stray(self.owner)
+        other = stray_owner(self.owner)
         if other is None:
             return super()._on_model(request)
-        return owners.refuse_stray(request, other, self.owner)
-
-
-def _process_gone(pid: int) -> bool:
-    if sys.platform == "win32":
-        return False  # no cheap, harmless liveness check there: the age decides
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def remove_stale_pending(folder: Path, cleaned: set[Path]) -> None:
-    """Remove the pending files of recordings whose process died (a SIGTERM, a kill), once per folder.
-
-    Without this, ``git add cassettes/`` would commit them. A live process's files are never touched,
-    so a parallel worker's recording in progress is safe.
-    """
-    if folder in cleaned:
-        return
-    cleaned.add(folder)
-    cutoff = time.time() - STALE_PENDING_SECONDS
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        pid = pending_owner(entry.name)
-        if pid is None or pid == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if _process_gone(pid) or entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                os.unlink(entry.path)
+        return refuse_stray_call(request, other, self.owner)
 
 
 @dataclass
@@ -146,7 +99,7 @@ class TestRun:
     read_only: bool = False
     #: The test's child processes followed into its session (``engine/children.py``).
     children: ChildWatch | None = None
-    owner: owners.Owner | None = None
+    owner: CallOwner | None = None
     _owner_mark: Any = None
     _env_patched: list[str] = field(default_factory=list)
 
@@ -165,8 +118,8 @@ class TestRun:
 
         ``shared_with`` names another test whose derived cassette path is this one's.
         """
-        self.owner = owners.Owner(self.item.nodeid)
-        self._owner_mark = owners.claim(self.owner)
+        self.owner = CallOwner(self.item.nodeid)
+        self._owner_mark = claim_calls(self.owner)
         if self.settings.live:
             self.session = self._new_session(SessionOptions(mode="off"))
             return
@@ -181,22 +134,15 @@ class TestRun:
             self._start_fork(fork)
             return
         remove_stale_pending(self.cassette.parent, self.item.config.stash.setdefault(_CLEANED_KEY, set()))
-        if shared_with is not None:
-            self._refuse("invalid", messages.shared(self.item.nodeid, shared_with, self.shown_path()))
+        ready = preflight(self.item, self.settings, shared_with)
+        if isinstance(ready, Refusal):
+            self._refuse(ready.outcome, ready.message)
             return
-        if self.cassette.exists() and not self.cassette.is_file():
-            self._refuse("invalid", messages.not_a_file(self.shown_path()))
-            return
-        decision = self._decide()
-        if decision is None or (decision.writes and not self._writable(decision)):
-            return
-        trace = self._verified() if decision.action == "replay" else None
-        if decision.action == "replay" and trace is None:
-            return
-        if decision.action == "replay":
+        self.read_only = ready.read_only
+        if ready.decision.action == "replay":
             self._set_placeholder_keys()
         try:
-            session = self.session = self._new_session(self._options(decision), trace)
+            session = self.session = self._new_session(self._options(ready.decision), ready.trace)
             session.start()
         except (BlackboxError, OSError) as exc:
             self._drop_pending()
@@ -254,54 +200,6 @@ class TestRun:
             shutil.copyfile(self.cassette, self.pending)
         return _session_options(decision, self.settings, self.pending)
 
-    def _decide(self) -> Decision | None:
-        """Record or replay (``decision.decide``); ``None`` when the test must fail instead (the
-        reason is kept)."""
-        settings = self.settings
-        decision = decide(
-            settings.record_mode,
-            exists=self.cassette.is_file(),
-            ci=in_ci(),
-            allow_record=settings.allow_record,
-        )
-        if decision.action == "missing":
-            legacy = settings.legacy_cassette
-            shown_legacy = self.shown_path(legacy) if legacy is not None and legacy.is_file() else None
-            command = rerecord_command(self.item, "once")
-            self._refuse("missing", messages.missing(self.shown_path(), command, shown_legacy))
-            return None
-        if decision.action == "refused":
-            command = rerecord_command(self.item, decision.record_with or settings.record_mode)
-            self._refuse("refused", messages.ci_refusal(self.shown_path(), settings.record_mode, command))
-            return None
-        return decision
-
-    def _writable(self, decision: Decision) -> bool:
-        """Whether the run may go on: the cassette's folder takes new files (checked before any model
-        call is paid for), or the run is a ``new_episodes`` replay, which needs no write when the run
-        matches: it then replays as ``none`` does (a new episode could not be kept: it diverges)."""
-        folder = self.cassette.parent
-        reason = _unwritable(folder)
-        if reason is None:
-            return True
-        if decision.new_episodes:
-            self.read_only = True
-            return True
-        self._refuse("unwritable", messages.unwritable(self.shown_path(), self.shown_path(folder), reason))
-        return False
-
-    def _verified(self) -> Trace | None:
-        """The cassette's trace, read and checked once, if it passes ``blackbox verify``; otherwise
-        ``None``, and the test fails saying which invariant failed."""
-        keys = list(environment_keys(os.environ).values())
-        report, trace = load_verified(self.cassette, api_keys=keys)
-        if trace is None:
-            command = rerecord_command(self.item, "all")
-            self._refuse(
-                "invalid", messages.verify_failed(report, str(self.cassette), self.shown_path(), command)
-            )
-        return trace
-
     def _refuse(self, outcome: Outcome, message: str) -> None:
         self.outcome = outcome
         self.setup_error = message
@@ -320,7 +218,7 @@ class TestRun:
             self.children.stop()
             self.children = None
         if self._owner_mark is not None:
-            owners.release(self._owner_mark)
+            release_calls(self._owner_mark)
             self._owner_mark = None
         for name in self._env_patched:
             os.environ.pop(name, None)
@@ -344,7 +242,7 @@ class TestRun:
         if isinstance(exc, pytest.skip.Exception):
             self.outcome = "skipped"
         elif session.error is not None:
-            self.outcome = _error_outcome(session.error, session.mode == "record")
+            self.outcome = error_outcome(session.error, session.mode == "record")
         elif self._refused_connection() is not None:
             self.outcome = "refused"
         else:
@@ -368,7 +266,7 @@ class TestRun:
             return
         session.discard()
         self._drop_pending()
-        self.outcome = _error_outcome(error, session.mode == "record")
+        self.outcome = error_outcome(error, session.mode == "record")
         self.reported = True
         self._report_fork_failure(error)
         pytest.fail(self.failure_text(error), pytrace=False)
@@ -457,18 +355,6 @@ def _session_options(decision: Decision, settings: Settings, pending: Path | Non
     )
 
 
-def _unwritable(folder: Path) -> str | None:
-    """Why ``folder`` takes no new files (``None``: it does), probed with a file created and removed."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=".blackbox-probe-", dir=folder)
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    return None
-
-
 def _finish_once(session: Session) -> BlackboxError | None:
     """Finish once: the test may have called ``finish()`` itself, or met an error it swallowed."""
     if session.error is not None:
@@ -482,18 +368,3 @@ def _finish_once(session: Session) -> BlackboxError | None:
         session.discard()
         return exc
     return None
-
-
-def _error_outcome(error: BaseException, recording: bool) -> Outcome:
-    """What the summary counts for an error; any other error while recording means nothing was written."""
-    if isinstance(error, ReplayDivergenceError):
-        return "diverged"
-    if isinstance(error, BlackboxUnsupportedError):
-        return "unsupported"
-    if isinstance(error, OfflineRequestError):
-        return "refused"
-    if recording:
-        return "not_written"
-    if isinstance(error, CassetteError):
-        return "invalid"
-    return "failed"

@@ -18,10 +18,10 @@ import json
 from typing import Any, Final, Literal
 
 from ..trace.canonical import js_stringify
-from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
+from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolDefinition
+from .anthropic_content import DROPPED, Block, block_of, neutral_parts, wire_block
 from .common import (
     CallIds,
-    final_answer,
     is_stream_request,
     join_text_blocks,
     json_copy,
@@ -33,10 +33,10 @@ from .common import (
     read_output,
     require_object,
     require_str,
-    tool_calls_output,
     tool_definition,
     unsupported,
 )
+from .content import builtin_tool, ordered_output
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -71,13 +71,14 @@ _PARAMS: Final = (
     ("stop_sequences", "stop"),
     ("output_config", "outputConfig"),
     ("thinking", "thinking"),
+    ("context_management", "contextManagement"),
+    ("mcp_servers", "mcpServers"),
 )
-_DROPPED: Final = frozenset({"thinking", "redacted_thinking"})
 _BLOCKS_ADVICE: Final = "only text, tool_use and tool_result blocks can be recorded in this version"
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
-_ONE_TEXT_ADVICE: Final = (
-    "a replay returns one text block before the tool calls, so this response could not come back as it was"
-)
+#: A provider-defined tool's fields that are not compared: its name and type are, apart, and
+#: ``cache_control`` does not change the answer (as for custom tools).
+_BUILTIN_SKIP: Final = ("name", "type", "cache_control")
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     None: None,
@@ -85,6 +86,7 @@ _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     "tool_use": None,
     "max_tokens": "length",
     "refusal": "refusal",
+    "pause_turn": "pause",
     "stop_sequence": "stopSequence",
     "model_context_window_exceeded": "contextWindow",
 }
@@ -132,45 +134,63 @@ def _message(raw: Any, index: int, ids: CallIds) -> Message:
         return {"role": role, "content": content}
     if not isinstance(content, list):
         malformed(f"{at}.content", "a string or a list of content blocks")
+    if role == "assistant":
+        return {"role": role, "content": _merge_text(_assistant_parts(content, at, ids))}
     parts = [
         part
         for position, block in enumerate(content)
-        if (part := _part(block, role, f"{at}.content[{position}]", ids)) is not None
+        if (part := _part(block, f"{at}.content[{position}]", ids)) is not None
     ]
-    return {"role": role, "content": _merge_text(parts) if role == "assistant" else parts}
+    return {"role": role, "content": parts}
 
 
-def _part(raw: Any, role: str, at: str, ids: CallIds) -> dict[str, Any] | None:
+def _assistant_parts(content: list[Any], at: str, ids: CallIds) -> list[dict[str, Any]]:
+    """An assistant turn read as a response is, so a turn a replay gave back normalizes alike."""
+    blocks: list[Block] = []
+    for position, raw in enumerate(content):
+        where = f"{at}.content[{position}]"
+        block = require_object(raw, where)
+        if block.get("type") == "tool_result":
+            unsupported(
+                'a "tool_result" block in an assistant message',
+                "tool_result blocks belong in user messages",
+                where,
+            )
+        if (read := block_of(block, where, "request")) is not None:
+            blocks.append(read)
+    return neutral_parts(blocks, ids, f"{at}.content")
+
+
+def _part(raw: Any, at: str, ids: CallIds) -> dict[str, Any] | None:
     block = require_object(raw, at)
     kind = block.get("type")
-    if isinstance(kind, str) and kind in _DROPPED:
+    if isinstance(kind, str) and kind in DROPPED:
         return None
     if kind == "text":
         return {"type": "text", "text": require_str(block.get("text"), f"{at}.text")}
-    if kind == "tool_use" and role == "assistant":
-        name = require_str(block.get("name"), f"{at}.name")
-        call_id = ids.neutral(require_str(block.get("id"), f"{at}.id"), name)
-        return {"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": _input(block)}
-    if kind == "tool_result" and role == "user":
+    if kind == "tool_result":
         return _tool_result(block, at, ids)
-    if kind in ("tool_use", "tool_result"):
-        home = "assistant" if kind == "tool_use" else "user"
-        article = "an" if role == "assistant" else "a"
+    if kind == "tool_use":
         unsupported(
-            f'a "{kind}" block in {article} {role} message', f"{kind} blocks belong in {home} messages", at
+            'a "tool_use" block in a user message', "tool_use blocks belong in assistant messages", at
         )
     unsupported(f"{label(kind)} content blocks", _BLOCKS_ADVICE, at)
 
 
 def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An assistant turn as a replay returns it: its non-empty text joined first, then the tool calls.
+    """An assistant turn in order, with each run of text blocks without citations joined into one.
 
-    How an assistant's text is split into blocks is not compared, so a turn recorded from the API and
-    the same turn handed back from a replay normalize alike.
+    How plain text is split into blocks is not compared (an agent may join or split what it got),
+    but where text stands among the calls is, and so are citations.
     """
-    texts = [part["text"] for part in parts if part["type"] == "text" and part["text"]]
-    others = [part for part in parts if part["type"] != "text"]
-    return ([{"type": "text", "text": "\n\n".join(texts)}] if texts else []) + others
+    merged: list[dict[str, Any]] = []
+    for part in parts:
+        plain = part["type"] == "text" and "citations" not in part
+        if plain and merged and merged[-1]["type"] == "text" and "citations" not in merged[-1]:
+            merged[-1] = {"type": "text", "text": merged[-1]["text"] + "\n\n" + part["text"]}
+        else:
+            merged.append(part)
+    return merged
 
 
 def _tool_result(block: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
@@ -196,22 +216,13 @@ def _result_value(content: Any, at: str) -> Any:
     return json_copy(content)
 
 
-def _input(block: dict[str, Any]) -> Any:
-    raw = block.get("input")
-    return json_copy({} if raw is None else raw)
-
-
 def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
     if kind is not None and kind != "custom":
-        unsupported(
-            f"server tool {label(kind)}",
-            "only custom (client-executed) tools can be recorded in this version; "
-            "do the work in a wrapped tool",
-            at,
-        )
+        name = require_str(tool.get("name"), f"{at}.name")
+        return builtin_tool(name, require_str(kind, f"{at}.type"), tool, _BUILTIN_SKIP)
     strict = tool.get("strict")
     if strict is not None and strict is not False:
         unsupported(
@@ -226,62 +237,29 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
 
 
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
-    """The ``model_output`` payload for a Messages response body.
+    """The ``model_output`` payload for a Messages response body, its blocks in order.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
     """
     response = require_object(body, "the response body", "response")
-    text, calls = _response_content(response)
-    stop = _stop(response.get("stop_reason"), has_calls=bool(calls))
+    blocks = [
+        read
+        for index, raw in enumerate(list_field(response, "content", "response"))
+        if (
+            read := block_of(
+                require_object(raw, f"content[{index}]", "response"), f"content[{index}]", "response"
+            )
+        )
+        is not None
+    ]
+    stop = _stop(response.get("stop_reason"), has_calls=any(part["type"] == "tool_use" for part, _ in blocks))
     for field in ("stop_details", "container"):
         if response.get(field) is not None:
             unsupported(f"{field} in a response", _NOT_RECORDED, field)
-    neutral_calls: list[ToolCallRef] = [
-        {"toolCallId": ids.neutral(provider_id, name), "toolName": name, "toolInput": tool_input}
-        for provider_id, name, tool_input in calls
-    ]
-    if neutral_calls:
-        return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
-    sequence = response.get("stop_sequence") if stop == "stopSequence" else None
-    return final_answer(
-        text, stop, None if sequence is None else require_str(sequence, "stop_sequence", "response")
-    )
-
-
-def _response_content(response: dict[str, Any]) -> tuple[str, list[tuple[str, str, Any]]]:
-    text: str | None = None
-    calls: list[tuple[str, str, Any]] = []
-    for index, raw in enumerate(list_field(response, "content", "response")):
-        at = f"content[{index}]"
-        block = require_object(raw, at, "response")
-        kind = block.get("type")
-        if isinstance(kind, str) and kind in _DROPPED:
-            continue
-        if kind == "tool_use":
-            name = require_str(block.get("name"), f"{at}.name", "response")
-            calls.append((require_str(block.get("id"), f"{at}.id", "response"), name, _input(block)))
-        elif kind == "text":
-            block_text = _response_text(block, at)
-            if not block_text:
-                continue
-            if calls:
-                unsupported("text after a tool call in a response", _ONE_TEXT_ADVICE, at)
-            if text is not None:
-                unsupported("a response with more than one text block", _ONE_TEXT_ADVICE, at)
-            text = block_text
-        else:
-            unsupported(
-                f"{label(kind)} response blocks",
-                "only text and tool_use responses can be recorded in this version",
-                at,
-            )
-    return text or "", calls
-
-
-def _response_text(block: dict[str, Any], at: str) -> str:
-    if block.get("citations") is not None:
-        unsupported("text citations in a response", _NOT_RECORDED, f"{at}.citations")
-    return require_str(block.get("text"), f"{at}.text", "response")
+    output = ordered_output(neutral_parts(blocks, ids, "content"), stop)
+    if stop == "stopSequence" and output["type"] == "final_answer":
+        output["stopSequence"] = require_str(response.get("stop_sequence"), "stop_sequence", "response")
+    return output
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
@@ -291,8 +269,6 @@ def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
             "a replay returns this stop with text alone",
             "stop_reason",
         )
-    if reason == "pause_turn":
-        unsupported("stop_reason pause_turn (server tools)", "use client-executed tools", "stop_reason")
     if not isinstance(reason, (str, type(None))) or reason not in _STOP_REASONS:
         unsupported(f"stop_reason {label(reason)}", "a replay could not return it", "stop_reason")
     return _STOP_REASONS[reason]
@@ -310,18 +286,7 @@ def synthesize_response(
     Messages API carries no creation time.
     """
     recorded = read_output(output)
-    content: list[dict[str, Any]] = []
-    if recorded.text:
-        content.append({"type": "text", "text": recorded.text, "citations": None})
-    for call in recorded.calls:
-        content.append(
-            {
-                "type": "tool_use",
-                "id": call["toolCallId"],
-                "name": call["toolName"],
-                "input": call["toolInput"],
-            }
-        )
+    content = [wire_block(part) for part in recorded.parts]
     return {
         "id": f"blackbox-replay-{output_index}",
         "type": "message",
@@ -436,6 +401,9 @@ class _MessageCollector:
             block["signature"] = delta.get("signature")
         elif kind == "citations_delta":
             block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+        elif kind == "compaction_delta":
+            block["content"] = delta.get("content")
+            block["encrypted_content"] = delta.get("encrypted_content")
         else:
             stream_problem(f"has a {label(kind)} delta that Blackbox does not know (event {position})")
 
@@ -488,13 +456,23 @@ def synthesize_stream(
 
 
 def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
+    """A block's start, deltas and stop; a tool result block comes whole in its start, as the API sends it."""
+    deltas: list[dict[str, Any]] = []
     if block["type"] == "text":
-        opening: dict[str, Any] = {"type": "text", "text": "", "citations": None}
-        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
-    else:
+        citations = block["citations"] or []
+        opening: dict[str, Any] = {"type": "text", "text": "", "citations": [] if citations else None}
+        deltas += [{"type": "citations_delta", "citation": citation} for citation in citations]
+        deltas += [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+    elif block["type"] == "compaction":
+        opening = {key: value for key, value in block.items() if key not in ("content", "encrypted_content")}
+        summary = {key: block.get(key) for key in ("content", "encrypted_content")}
+        deltas = [{"type": "compaction_delta", **summary}]
+    elif "input" in block:
         opening = {**block, "input": {}}
         json_text = js_stringify(block["input"])
         deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces(json_text)]
+    else:
+        opening = block
     return [
         _event("content_block_start", index=index, content_block=opening),
         *(_event("content_block_delta", index=index, delta=delta) for delta in deltas),

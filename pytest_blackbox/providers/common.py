@@ -35,6 +35,7 @@ from ..trace.model import (
 
 __all__ = [
     "OMITTABLE",
+    "OUTPUT_PARTS",
     "STOPS",
     "CallIds",
     "ReplayOutput",
@@ -67,6 +68,9 @@ STOPS: Final[tuple[str, ...]] = get_args(Stop)
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
 _CALL_ID = re.compile(r"call-(\d+)")
+_SERVER_ID = re.compile(r"server-(\d+)")
+#: The parts a model output's ordered ``content`` may hold (docs/cassette-format.md).
+OUTPUT_PARTS: Final = ("text", "tool_use", "server_tool_use", "server_tool_result", "compaction")
 _LABEL_LIMIT: Final = 60
 N = TypeVar("N")
 _AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
@@ -93,6 +97,8 @@ class CallIds:
         #: This session's last normalized history: parsed item's identity → (item, index, version,
         #: normalized item).
         self._normalized: dict[int, tuple[Any, int, int, Any]] = {}
+        self._next_server = 0
+        self._servers: dict[str, tuple[str, str]] = {}
 
     def neutral(self, provider_id: str, name: str | None = None) -> str:
         """The ``call-N`` for a provider id, assigning the next one if the id is new."""
@@ -105,6 +111,29 @@ class CallIds:
             if provider_id in self._unnamed:
                 self._version += 1
         return call_id
+
+    def server(self, provider_id: str, name: str | None = None) -> tuple[str, str]:
+        """``(server-N, tool name)`` for a provider-run tool call's id, assigning the next if it is new.
+
+        Its own counter, so provider-run calls never shift the ``call-N`` of the agent's calls. A
+        replay hands out ``server-N`` itself as the provider id: those map to themselves (the name
+        comes from the call that carried it, or ``"unknown"``).
+        """
+        known = self._servers.get(provider_id)
+        if known is None:
+            own = _SERVER_ID.fullmatch(provider_id)
+            if own is not None:
+                self._next_server = max(self._next_server, int(own.group(1)) + 1)
+                server_id = provider_id
+            else:
+                server_id = f"server-{self._next_server}"
+                self._next_server += 1
+            known = (server_id, name or "unknown")
+            self._servers[provider_id] = known
+        elif name is not None and known[1] == "unknown":
+            known = (known[0], name)
+            self._servers[provider_id] = known
+        return known
 
     def resolve(self, provider_id: str) -> tuple[str, str]:
         """``(call-N, tool name)`` for an id a tool result refers to; ``"unknown"`` if no call named it."""
@@ -412,6 +441,9 @@ class ReplayOutput:
     calls: list[dict[str, Any]]
     text: str
     stop: str | None
+    #: Every part in the order a replay gives them back: the recorded ``content``, else the text
+    #: (when there is any) then the calls.
+    parts: list[dict[str, Any]]
     #: The recorded moderation result (camelCase), when the response had one.
     moderation: dict[str, Any] | None = None
     #: The neutral names of wire fields the response left out (see ``providers.envelope``).
@@ -438,9 +470,9 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text")
         if not isinstance(text, str):
             _bad_output("is a final_answer without a string text")
-        return ReplayOutput([], text, _stop(output, STOPS), **_envelope(output))
+        return _replay_output(output, [], text, _stop(output, STOPS))
     if kind == "tool_call":
-        return ReplayOutput([_call(output)], "", None)
+        return _replay_output(output, [_call(output)], "", None)
     if kind == "tool_calls":
         calls = output.get("calls")
         if not isinstance(calls, list) or not calls:
@@ -448,9 +480,44 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text", "")
         if not isinstance(text, str):
             _bad_output("has a text that is not a string")
-        calls_read = [_call(call) for call in calls]
-        return ReplayOutput(calls_read, text, _stop(output, ("length",)), **_envelope(output))
+        return _replay_output(output, [_call(call) for call in calls], text, _stop(output, ("length",)))
     _bad_output(f"has type {label(kind)} (expected tool_calls, tool_call or final_answer)")
+
+
+def _replay_output(
+    output: dict[str, Any], calls: list[dict[str, Any]], text: str, stop: str | None
+) -> ReplayOutput:
+    content = output.get("content")
+    if content is None:
+        parts = [{"type": "text", "text": text}] if text else []
+        parts += [{"type": "tool_use", **call} for call in calls]
+        return ReplayOutput(calls, text, stop, parts, **_envelope(output))
+    if not isinstance(content, list):
+        _bad_output("has a content that is not a list")
+    parts = [_output_part(part) for part in content]
+    uses = [
+        {key: part[key] for key in ("toolCallId", "toolName", "toolInput")}
+        for part in parts
+        if part["type"] == "tool_use"
+    ]
+    if uses != calls:
+        _bad_output("has a content whose tool_use parts are not its calls")
+    return ReplayOutput(calls, text, stop, parts, **_envelope(output))
+
+
+def _output_part(part: Any) -> dict[str, Any]:
+    if not isinstance(part, dict) or part.get("type") not in OUTPUT_PARTS:
+        _bad_output(f"has a content part that is not one of {', '.join(OUTPUT_PARTS)}")
+    if part["type"] == "text":
+        if not isinstance(part.get("text"), str):
+            _bad_output("has a text part without a string text")
+    elif part["type"] == "compaction":
+        if not isinstance(part.get("content"), dict):
+            _bad_output("has a compaction part without an object content")
+    elif not isinstance(part.get("toolCallId"), str) or not isinstance(part.get("toolName"), str):
+        _bad_output(f"has a {part['type']} part without a string toolCallId and toolName")
+    copied: dict[str, Any] = json_copy(part)
+    return copied
 
 
 def _call(call: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .common import json_copy, label, malformed, present, unsupported
 
 __all__ = ["chat_logprobs", "chat_logprobs_wire", "merge_chat_logprobs", "wire_json", "with_envelope"]
 
-Output = TypeVar("Output", FinalAnswer, ToolCallsOutput)
+Output = TypeVar("Output", FinalAnswer, ToolCallsOutput, FinalAnswer | ToolCallsOutput)
 
 #: Moderation fields whose keys are category names (data, kept as sent).
 _CATEGORY_MAPS: Final = frozenset({"categories", "category_scores", "category_applied_input_types"})

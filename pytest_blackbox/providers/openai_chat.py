@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
+from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -31,7 +31,6 @@ from .common import (
     model_input,
     parse_arguments,
     pick_params,
-    present,
     read_output,
     require_object,
     require_str,
@@ -39,6 +38,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
+from .content import nested_citations_of, nested_wire, ordered_output, text_part
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
@@ -85,6 +85,7 @@ _PARAMS: Final = (
     ("verbosity", "verbosity"),
     ("prediction", "prediction"),
     ("modalities", "modalities"),
+    ("web_search_options", "webSearchOptions"),
     ("moderation", "moderation"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
@@ -98,10 +99,7 @@ _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this ver
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
 #: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
-_STOPS: Final[dict[str, Literal["length", "contentFilter"]]] = {
-    "length": "length",
-    "content_filter": "contentFilter",
-}
+_STOPS: Final[dict[str, Stop]] = {"length": "length", "content_filter": "contentFilter"}
 _REPLAYED_STOPS: Final[dict[str, str]] = {stop: reason for reason, stop in _STOPS.items()}
 
 
@@ -160,12 +158,6 @@ def _check_request(request: dict[str, Any]) -> None:
             "both max_tokens and max_completion_tokens in one request",
             "send one of them; they are recorded as one value",
             "max_tokens, max_completion_tokens",
-        )
-    if request.get("web_search_options") is not None:
-        unsupported(
-            "web_search_options (server-side search)",
-            "search in a wrapped tool instead",
-            "web_search_options",
         )
 
 
@@ -320,18 +312,25 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
     envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
+    citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
+    if citations:
+        uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
+        return with_envelope(ordered_output([text_part(text, citations), *uses], stop), **envelope)
     if calls:
-        neutral_calls: list[ToolCallRef] = [
-            {
-                "toolCallId": ids.neutral(provider_id, name),
-                "toolName": name,
-                "toolInput": parse_arguments(arguments),
-            }
-            for name, provider_id, arguments in calls
-        ]
         calls_stop: Literal["length"] | None = "length" if stop == "length" else None
-        return with_envelope(tool_calls_output(neutral_calls, text, calls_stop), **envelope)
+        return with_envelope(tool_calls_output(_neutral_calls(calls, ids), text, calls_stop), **envelope)
     return with_envelope(final_answer(text, "refusal" if refusal is not None else stop), **envelope)
+
+
+def _neutral_calls(calls: list[tuple[str, str, Any]], ids: CallIds) -> list[ToolCallRef]:
+    return [
+        {
+            "toolCallId": ids.neutral(provider_id, name),
+            "toolName": name,
+            "toolInput": parse_arguments(arguments),
+        }
+        for name, provider_id, arguments in calls
+    ]
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
@@ -343,8 +342,6 @@ def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) 
         )
     if message.get("audio") is not None:
         unsupported("audio in a response", _AUDIO_ADVICE, "choices[0].message.audio")
-    if present(message.get("annotations")):
-        unsupported("annotations in a response", _NOT_RECORDED, "choices[0].message.annotations")
 
 
 def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) -> str:
@@ -409,7 +406,10 @@ def synthesize_response(
         "role": "assistant",
         "content": content,
         "refusal": recorded.text if refused else None,
-        "annotations": [],  # the Chat API sends an empty list for a message without citations
+        # the Chat API sends an empty list for a message without citations
+        "annotations": nested_wire(
+            next((p.get("citations", []) for p in recorded.parts if p["type"] == "text"), [])
+        ),
     }
     if recorded.has_calls:
         message["tool_calls"] = [
@@ -421,19 +421,13 @@ def synthesize_response(
             for call in recorded.calls
         ]
     finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
+    logprobs = chat_logprobs_wire(recorded.logprobs)
     completion = {
         "id": f"blackbox-replay-{output_index}",
         "object": "chat.completion",
         "created": int(timestamp // 1000),
         "model": model if model is not None else "unknown",
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": finish,
-                "logprobs": chat_logprobs_wire(recorded.logprobs),
-            }
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
     if recorded.moderation is not None:
@@ -545,8 +539,9 @@ def synthesize_stream(
 
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
     refusal) in fixed-size pieces, each tool call's id and name and then its arguments in pieces, a
-    chunk with the finish reason, the usage chunk when the request's ``stream_options`` asks for it,
-    the moderation chunk when one was recorded, and ``data: [DONE]``.
+    chunk with the finish reason (and the annotations, when there are some), the usage chunk when
+    the request's ``stream_options`` asks for it, the moderation chunk when one was recorded, and
+    ``data: [DONE]``.
     """
     completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
     head = {
@@ -570,10 +565,8 @@ def synthesize_stream(
     }
     chunks = [chunk(opening)]
     key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
-    chunks.extend(  # the logprobs all come with the first piece
-        chunk({key: piece}, logprobs=None if n else choice["logprobs"])
-        for n, piece in enumerate(pieces(text))
-    )
+    logprobs = choice["logprobs"]  # all of them with the first piece
+    chunks.extend(chunk({key: bit}, logprobs=None if n else logprobs) for n, bit in enumerate(pieces(text)))
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         first = {"index": index, "id": call["id"], "type": "function"}
@@ -584,7 +577,11 @@ def synthesize_stream(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in pieces(function["arguments"])
         )
-    chunks.append(chunk({}, choice["finish_reason"]))
+    chunks.append(
+        chunk(
+            {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
+        )
+    )
     if _includes_usage(request_body):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
     if "moderation" in completion:

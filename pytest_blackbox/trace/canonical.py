@@ -463,20 +463,26 @@ TOO_DEEP: Final = (
 
 
 def nested_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
-    """Whether ``value`` nests objects and arrays more than ``limit`` levels (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels (walked without recursion).
+
+    Walked level by level, keeping only the containers of each level: a cassette's steps are mostly
+    strings and numbers, which are looked at once and never queued.
+    """
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
         if depth >= limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            below += [child for child in children if isinstance(child, _CONTAINERS)]
+        level = below
+        depth += 1
     return False
+
+
+_CONTAINERS: Final = (dict, list, tuple)
 
 
 class SharedCanonical:

@@ -69,9 +69,16 @@ class _ToolDefinitionFields(TypedDict):
 
 
 class ToolDefinition(_ToolDefinitionFields, total=False):
-    """A tool the model may call; ``inputSchema`` only when the request gave an object."""
+    """A tool the model may call; ``inputSchema`` only when the request gave an object.
+
+    A provider-defined tool (a provider-run one such as web search, or a typed client tool such as
+    Anthropic's memory tool) names its provider type in ``builtin`` and keeps its other fields in
+    ``settings``.
+    """
 
     inputSchema: Any
+    builtin: str
+    settings: dict[str, Any]
 
 
 class Message(TypedDict):
@@ -95,10 +102,12 @@ class ModelInput(_ModelInputFields, total=False):
 
 
 #: Why a model output stopped, when it is not the ordinary end of its turn. ``length`` and ``refusal``
-#: are the original Blackbox's; the others are this project's (see docs/cassette-format.md).
+#: are the original Blackbox's; the others are this project's (see docs/cassette-format.md); ``pause``:
+#: the provider paused a long turn of provider-run tools, and the agent sends it back to go on.
 Stop = Literal[
     "length",
     "refusal",
+    "pause",
     "stopSequence",
     "contextWindow",
     "contentFilter",
@@ -137,10 +146,11 @@ class _FinalAnswerFields(_Envelope):
 
 
 class FinalAnswer(_FinalAnswerFields, total=False):
-    """A ``model_output`` that ends the model's turn with text; ``stopSequence`` is the stop sequence
-    that ended it (with ``stop: "stopSequence"``)."""
+    """A ``model_output`` that ends the model's turn with text; ``content`` keeps its parts in order;
+    ``stopSequence`` is the stop sequence that ended it (with ``stop: "stopSequence"``)."""
 
     stop: Stop
+    content: list[dict[str, Any]]
     stopSequence: str
 
 
@@ -154,6 +164,7 @@ class ToolCallsOutput(_ToolCallsFields, total=False):
 
     text: str
     stop: Literal["length"]
+    content: list[dict[str, Any]]
 
 
 class SingleToolCall(TypedDict):

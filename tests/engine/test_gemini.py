@@ -40,7 +40,7 @@ def gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(params=FLAVORS, ids=FLAVOR_IDS)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
+def gemini_flavor(request: pytest.FixtureRequest) -> Flavor:
     result: Flavor = request.param
     return result
 
@@ -73,13 +73,13 @@ def call_ids(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 def recorded(
-    fake_provider: FakeProvider, flavor: Flavor, call_ids: bool, tmp_path: Path
+    fake_provider: FakeProvider, gemini_flavor: Flavor, call_ids: bool, tmp_path: Path
 ) -> Iterator[tuple[Path, str]]:
-    """The travel conversation recorded with this flavor: (cassette, the fake's base URL)."""
+    """The travel conversation recorded with this gemini_flavor: (cassette, the fake's base URL)."""
     script(fake_provider, call_ids=call_ids)
     path = tmp_path / "gemini.json"
     with blackbox(mode="record", out=path) as session:
-        agent, box, answer = run(flavor, fake_provider.gemini_base_url, session)
+        agent, box, answer = run(gemini_flavor, fake_provider.gemini_base_url, session)
     assert answer == FINAL
     assert box.calls == [("get_weather", "Paris"), ("get_weather", "Rome"), ("get_time", "Rome")]
     assert agent.model_calls == 3
@@ -130,7 +130,7 @@ def test_record_writes_the_neutral_transcript(
 def test_replay_offline_answers_every_call_and_runs_no_tool(
     recorded: tuple[Path, str],
     fake_provider: FakeProvider,
-    flavor: Flavor,
+    gemini_flavor: Flavor,
     offline: Callable[[], list[str]],
 ) -> None:
     path, root = recorded
@@ -138,7 +138,7 @@ def test_replay_offline_answers_every_call_and_runs_no_tool(
     fake_provider.stop()
     attempts = offline()
     with blackbox(mode="replay", cassette=path) as session:
-        agent, box, answer = run(flavor, root, session)
+        agent, box, answer = run(gemini_flavor, root, session)
     assert (answer, box.calls, attempts) == (FINAL, [], [])
     assert len(fake_provider.requests) == seen == 3
     assert agent.seen_call_ids == ["call-0", "call-1", "call-2"]
@@ -148,14 +148,17 @@ def test_replay_offline_answers_every_call_and_runs_no_tool(
 
 
 def test_a_changed_system_instruction_diverges_strictly_at_system_prompt(
-    recorded: tuple[Path, str], fake_provider: FakeProvider, flavor: Flavor, offline: Callable[[], list[str]]
+    recorded: tuple[Path, str],
+    fake_provider: FakeProvider,
+    gemini_flavor: Flavor,
+    offline: Callable[[], list[str]],
 ) -> None:
     path, root = recorded
     fake_provider.stop()
     offline()
     session = blackbox(mode="replay", cassette=path)
     with pytest.raises(errors.ClientError, match=r"\[blackbox\] replay diverged at step 0, systemPrompt"):
-        run(flavor, root, session, finish=False, system="Be brief.")
+        run(gemini_flavor, root, session, finish=False, system="Be brief.")
     with pytest.raises(ReplayDivergenceError) as caught:
         session.finish(result="anything")
     session.stop()
@@ -280,12 +283,12 @@ def test_concurrent_conversations_without_call_ids_record_and_replay(
 
 
 @pytest.mark.parametrize(
-    "flavor", [("chats", False, False), ("models", True, False)], ids=["chats-sync", "models-async"]
+    "gemini_flavor", [("chats", False, False), ("models", True, False)], ids=["chats-sync", "models-async"]
 )
 @pytest.mark.parametrize("wrapped", [True, False], ids=["wrapped", "unwrapped"])
 def test_automatic_function_calling_is_recorded_faithfully(
     fake_provider: FakeProvider,
-    flavor: Flavor,
+    gemini_flavor: Flavor,
     wrapped: bool,
     tmp_path: Path,
     offline: Callable[[], list[str]],
@@ -296,8 +299,10 @@ def test_automatic_function_calling_is_recorded_faithfully(
     path = tmp_path / "afc.json"
     with blackbox(mode="record", out=path) as session:
         box = ToolBox()
-        tools = box.functions(flavor[1])
-        agent = GeminiAgent(fake_provider.gemini_base_url, api=flavor[0], is_async=flavor[1], automatic=True)
+        tools = box.functions(gemini_flavor[1])
+        agent = GeminiAgent(
+            fake_provider.gemini_base_url, api=gemini_flavor[0], is_async=gemini_flavor[1], automatic=True
+        )
         answer = asyncio.run(agent.run(session.tools(tools) if wrapped else tools))
         session.finish(result=answer)
     assert (answer, len(box.calls)) == (FINAL, 3)
@@ -308,8 +313,8 @@ def test_automatic_function_calling_is_recorded_faithfully(
     attempts = offline()
     with blackbox(mode="replay", cassette=path) as session:
         box = ToolBox()
-        tools = box.functions(flavor[1])
-        agent = GeminiAgent(root, api=flavor[0], is_async=flavor[1], automatic=True)
+        tools = box.functions(gemini_flavor[1])
+        agent = GeminiAgent(root, api=gemini_flavor[0], is_async=gemini_flavor[1], automatic=True)
         answer = asyncio.run(agent.run(session.tools(tools) if wrapped else tools))
         session.finish(result=answer)
     assert (answer, attempts) == (FINAL, [])

@@ -97,3 +97,21 @@ def test_an_unreadable_cassette_fails_schema_version_and_gives_no_trace(
     assert report == verify_trace(path)
     assert report.first_failure is not None
     assert report.first_failure.name == "schema_version"
+
+
+@pytest.mark.parametrize("flavor", [("anthropic", False)], indirect=True)
+def test_an_unchanged_cassette_is_checked_once_and_an_edited_one_again(
+    recorded: tuple[Path, Run, str],
+) -> None:
+    """Tests replaying the same file share one check and one trace, until a byte of the file changes."""
+    path, _, _ = recorded
+    first_report, first = load_verified(path)
+    second_report, second = load_verified(path)
+    assert first is not None
+    assert second is first
+    assert second_report is first_report
+    edit_step(path, 3, "result", {"city": "Paris", "tempC": 99})
+    report, trace = load_verified(path)
+    assert trace is None
+    assert report.first_failure is not None
+    assert (report.first_failure.name, report.first_failure.step_index) == ("hash_chain", 3)

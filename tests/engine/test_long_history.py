@@ -128,3 +128,24 @@ def test_the_unchanged_long_history_replays(
         session.finish(result=answer)
     assert answer == "All items found."
     assert fake_provider.requests == []
+
+
+def test_a_compared_message_edited_afterwards_fails_the_replay(
+    recorded: Path,
+    fake_provider: FakeProvider,
+    sessions: Callable[..., Session],
+    provider_keys: pytest.MonkeyPatch,
+) -> None:
+    """Messages are compared by the text they had when first seen and reused by identity; a bug that
+    edited one afterwards (what this test does by hand) would make the comparison untrustworthy, so
+    the run's end checks the texts again and refuses it."""
+    client = anthropic.Anthropic(base_url=fake_provider.base_url, max_retries=0)
+    session = sessions(mode="replay", cassette=recorded)
+    answer = agent(client, session.tools({"lookup": lookup}), None, 0)
+    assert session._cursor is not None
+    compared = [message for message, _ in session._cursor.compare._messages.values()]  # type: ignore[attr-defined]
+    compared[CALLS // 2]["content"][0]["result"] = "edited after it was compared"
+    with pytest.raises(RuntimeError, match=r"^pytest-blackbox internal error: a request message was edited"):
+        session.finish(result=answer)
+    assert fake_provider.requests == []
+    session.discard()

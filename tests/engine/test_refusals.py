@@ -14,9 +14,14 @@ from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests import TEST_KEYS
 from tests.agents.travel import WEATHER, ToolBox, run_agent, script
 
-WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 1}
+STRICT_TOOL = {
+    "name": "lookup",
+    "description": "Looks up.",
+    "input_schema": {"type": "object"},
+    "strict": True,
+}
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
-    "anthropic": ({"extra_tools": [WEB_SEARCH]}, 'server tool "web_search_20250305" is not supported yet'),
+    "anthropic": ({"extra_tools": [STRICT_TOOL]}, "strict: true on a tool is not supported yet"),
     "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),
 }
 

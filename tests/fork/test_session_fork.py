@@ -54,7 +54,7 @@ pytestmark = pytest.mark.usefixtures("provider_keys")
 
 
 @pytest.fixture(params=FLAVORS, ids=FLAVOR_IDS)
-def flavor(request: pytest.FixtureRequest) -> tuple[str, bool]:
+def fork_flavor(request: pytest.FixtureRequest) -> tuple[str, bool]:
     result: tuple[str, bool] = request.param
     return result
 
@@ -185,15 +185,15 @@ def test_strict_prefix_diverges_where_sequence_forks(tmp_path: Path, fake_provid
 
 
 def test_fork_at_a_tool_result_continued_with_a_script(
-    tmp_path: Path, fake_provider: FakeProvider, flavor: tuple[str, bool]
+    tmp_path: Path, fake_provider: FakeProvider, fork_flavor: tuple[str, bool]
 ) -> None:
     parent_path = tmp_path / "run.json"
-    parent = record_travel(fake_provider, flavor, parent_path)
+    parent = record_travel(fake_provider, fork_flavor, parent_path)
     sent = len(fake_provider.requests)
     bb = fork_session(
         tmp_path, parent_path, 7, HEATWAVE, script=[{"type": "final_answer", "text": HEAT_ANSWER}]
     )
-    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    run = run_agent(fork_flavor, fake_provider, session=bb, finish=False)
     answer, box = run.answer, run.box
     report = bb.finish(result=answer)
 
@@ -247,11 +247,11 @@ def test_a_fork_writes_array_index_keys_first(tmp_path: Path, fake_provider: Fak
 
 
 def test_a_sibling_recorded_before_the_fork_point_is_served_from_the_cassette(
-    tmp_path: Path, fake_provider: FakeProvider, flavor: tuple[str, bool]
+    tmp_path: Path, fake_provider: FakeProvider, fork_flavor: tuple[str, bool]
 ) -> None:
     """Fork at get_time (step 9) while get_weather (steps 6–7) runs after it: it is still answered."""
     parent_path = tmp_path / "run.json"
-    parent = record_travel(fake_provider, flavor, parent_path)
+    parent = record_travel(fake_provider, fork_flavor, parent_path)
     bb = fork_session(
         tmp_path,
         parent_path,
@@ -259,7 +259,7 @@ def test_a_sibling_recorded_before_the_fork_point_is_served_from_the_cassette(
         {"city": "Rome", "time": "03:00"},
         script=[{"type": "final_answer", "text": "It is 3 am in Rome."}],
     )
-    run = run_agent(flavor, fake_provider, session=bb, finish=False, agent_class=ReversingAgent)
+    run = run_agent(fork_flavor, fake_provider, session=bb, finish=False, agent_class=ReversingAgent)
     answer, box = run.answer, run.box
     bb.finish(result=answer)
     assert box.calls == []  # get_weather(Rome) came from the cassette, after the fork point
@@ -274,10 +274,10 @@ def test_a_sibling_recorded_before_the_fork_point_is_served_from_the_cassette(
 
 
 def test_a_scripted_tool_call_gets_a_fresh_id_and_runs_for_real(
-    tmp_path: Path, fake_provider: FakeProvider, flavor: tuple[str, bool]
+    tmp_path: Path, fake_provider: FakeProvider, fork_flavor: tuple[str, bool]
 ) -> None:
     parent_path = tmp_path / "run.json"
-    parent = record_travel(fake_provider, flavor, parent_path)
+    parent = record_travel(fake_provider, fork_flavor, parent_path)
     replies = [
         {
             "type": "tool_calls",
@@ -287,7 +287,7 @@ def test_a_scripted_tool_call_gets_a_fresh_id_and_runs_for_real(
         {"type": "final_answer", "text": "It is 14:05 in Oslo."},
     ]
     bb = fork_session(tmp_path, parent_path, 3, {"city": "Paris", "tempC": -3, "sky": "snow"}, script=replies)
-    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    run = run_agent(fork_flavor, fake_provider, session=bb, finish=False)
     answer, box = run.answer, run.box
     report = bb.finish(result=answer)
     assert (answer, report.steps, box.calls) == ("It is 14:05 in Oslo.", 11, [("get_time", "Oslo")])
@@ -324,17 +324,17 @@ def test_a_recorded_error_is_replaced_by_the_result(tmp_path: Path, fake_provide
 
 
 def test_a_live_fork_sends_only_the_calls_after_the_fork_point(
-    tmp_path: Path, fake_provider: FakeProvider, flavor: tuple[str, bool]
+    tmp_path: Path, fake_provider: FakeProvider, fork_flavor: tuple[str, bool]
 ) -> None:
     parent_path = tmp_path / "run.json"
-    parent = record_travel(fake_provider, flavor, parent_path)
+    parent = record_travel(fake_provider, fork_flavor, parent_path)
     sent = len(fake_provider.requests)
-    if flavor[0] == "anthropic":
+    if fork_flavor[0] == "anthropic":
         fake_provider.queue_anthropic_text("Live: Rome is in a heatwave.")
     else:
         fake_provider.queue_openai_text("Live: Rome is in a heatwave.")
     bb = fork_session(tmp_path, parent_path, 7, HEATWAVE, continue_with="live")
-    run = run_agent(flavor, fake_provider, session=bb, finish=False)
+    run = run_agent(fork_flavor, fake_provider, session=bb, finish=False)
     answer, box = run.answer, run.box
     bb.finish(result=answer)
     assert answer == "Live: Rome is in a heatwave."

@@ -18,6 +18,7 @@ from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.interception import (
     Forward,
     Interceptor,
+    InterceptorMocker,
     ModelRequest,
     OtherRequest,
     Reply,
@@ -486,6 +487,36 @@ def test_a_users_own_respx_keeps_answering(
     assert text == "canned answer"
     assert current_transport_methods() == ORIGINALS
     assert fake_provider.requests == []
+
+
+@pytest.mark.parametrize("body", [b"", b'{"answer": 1}'], ids=["empty", "json"])
+def test_a_router_registered_after_the_interceptor_leaves_it_the_same_answers(
+    body: bytes, fake_provider: FakeProvider
+) -> None:
+    """The interceptor answers directly while it is the innermost router; a router registered after it
+    on the same mocker (respx routing, falling back to the interceptor for what it leaves) changes
+    nothing the client gets: same status, headers and body, and other traffic still passes through."""
+    url = fake_provider.base_url + "/v1/messages"
+    reply = Reply(201, body, [("content-type", "application/json"), ("x-kept", "yes")])
+    with Interceptor(lambda request: reply, routes=ROUTES):
+        direct = httpx2.post(url, json={})
+        with respx.mock(using=InterceptorMocker.name, assert_all_called=True) as user:
+            user.get("https://example.test/x").respond(200, json={"from": "user mock"})
+            routed = httpx2.post(url, json={})
+            mocked = httpx.get("https://example.test/x")
+            httpx2.get(fake_provider.base_url + "/v1/models")
+
+    assert (routed.status_code, routed.headers.multi_items(), routed.content) == (
+        direct.status_code,
+        direct.headers.multi_items(),
+        direct.content,
+    )
+    assert direct.status_code == 201
+    assert direct.content == body
+    assert direct.headers["x-kept"] == "yes"
+    assert mocked.json() == {"from": "user mock"}
+    assert [request.path for request in fake_provider.requests] == ["/v1/models"]
+    assert current_transport_methods() == ORIGINALS
 
 
 def anthropic_sync_now(base_url: str) -> tuple[str, str]:

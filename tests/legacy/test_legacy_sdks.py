@@ -313,21 +313,21 @@ class Recording:
 
 
 @pytest.fixture(params=FLAVORS)
-def flavor(request: pytest.FixtureRequest) -> Flavor:
+def legacy_flavor(request: pytest.FixtureRequest) -> Flavor:
     result: Flavor = request.param
     return result
 
 
 @pytest.fixture
 def recorded(
-    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+    fake_provider: FakeProvider, legacy_flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
 ) -> Recording:
     """The run recorded against the fake, which is then stopped: a replay has no server."""
-    flavor.script(fake_provider)
+    legacy_flavor.script(fake_provider)
     path = tmp_path / "legacy.json"
-    tools = Tools(flavor.is_async)
+    tools = Tools(legacy_flavor.is_async)
     bb = sessions(mode="record", out=path)
-    answer = flavor.run(fake_provider.base_url, bb, tools)
+    answer = legacy_flavor.run(fake_provider.base_url, bb, tools)
     bb.finish(result=answer)
     assert answer == FINAL
     assert tools.calls == ["get_weather(Paris)", "get_time(Paris)"]
@@ -342,15 +342,17 @@ def steps(path: Path) -> list[Any]:
     return load_trace(path)["steps"]
 
 
-def test_the_recording_is_the_same_for_every_sdk_generation(recorded: Recording, flavor: Flavor) -> None:
+def test_the_recording_is_the_same_for_every_sdk_generation(
+    recorded: Recording, legacy_flavor: Flavor
+) -> None:
     recorded_steps = steps(recorded.path)
     assert [step["type"] for step in recorded_steps] == STEP_TYPES
     assert recorded_steps[0]["payload"] == {
-        "messages": [flavor.user_message()],
+        "messages": [legacy_flavor.user_message()],
         "tools": TOOLS,
         "systemPrompt": SYSTEM,
-        "model": MODELS[flavor.sdk],
-        "params": PARAMS[flavor.api],
+        "model": MODELS[legacy_flavor.sdk],
+        "params": PARAMS[legacy_flavor.api],
     }
     assert recorded_steps[1]["payload"] == {"type": "tool_calls", "calls": CALL_REFS}
     assert [step["payload"] for step in recorded_steps[2:6]] == [
@@ -383,31 +385,31 @@ def test_the_recording_is_the_same_for_every_sdk_generation(recorded: Recording,
     assert recorded_steps[8]["payload"] == {"event": "run_completed", "status": "success", "result": FINAL}
 
 
-def test_the_cassette_holds_no_key(recorded: Recording, flavor: Flavor) -> None:
+def test_the_cassette_holds_no_key(recorded: Recording, legacy_flavor: Flavor) -> None:
     """The key went out in the headers (x-api-key or authorization) and stayed out of the cassette."""
-    key = ANTHROPIC_KEY if flavor.sdk == "anthropic" else OPENAI_KEY
+    key = ANTHROPIC_KEY if legacy_flavor.sdk == "anthropic" else OPENAI_KEY
     sent = recorded.headers[0].get("x-api-key") or recorded.headers[0].get("authorization", "")
     assert sent.removeprefix("Bearer ") == key
     assert key not in recorded.path.read_text(encoding="utf-8")
 
 
-def test_the_legacy_wire_details(recorded: Recording, flavor: Flavor) -> None:
+def test_the_legacy_wire_details(recorded: Recording, legacy_flavor: Flavor) -> None:
     """What the fake saw is what each generation sends (the beta query string is not part of the path)."""
-    suffix = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}[flavor.sdk]
-    if flavor.api == "openai-responses":
+    suffix = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}[legacy_flavor.sdk]
+    if legacy_flavor.api == "openai-responses":
         suffix = "/v1/responses"
     assert recorded.paths == [suffix, suffix]
-    if flavor.sdk == "anthropic" and LEGACY:
+    if legacy_flavor.sdk == "anthropic" and LEGACY:
         assert recorded.headers[0]["anthropic-version"] == "2023-06-01"
 
 
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+    recorded: Recording, legacy_flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     offline = network_guard.block()
-    tools = Tools(flavor.is_async)
+    tools = Tools(legacy_flavor.is_async)
     bb = sessions(mode="replay", cassette=recorded.path)
-    answer = flavor.run(recorded.root, bb, tools)
+    answer = legacy_flavor.run(recorded.root, bb, tools)
     report = bb.finish(result=answer)
     assert answer == FINAL
     assert tools.calls == []
@@ -416,15 +418,15 @@ def test_replay_is_offline_and_runs_no_tool(
 
 
 def test_strict_replay_fails_on_a_changed_system_prompt(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+    recorded: Recording, legacy_flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     offline = network_guard.block()
-    tools = Tools(flavor.is_async)
+    tools = Tools(legacy_flavor.is_async)
     bb = sessions(mode="replay", cassette=recorded.path)
     with pytest.raises(
-        openai.BadRequestError if flavor.sdk == "openai" else anthropic.BadRequestError
+        openai.BadRequestError if legacy_flavor.sdk == "openai" else anthropic.BadRequestError
     ) as refused:
-        flavor.run(recorded.root, bb, tools, system=CHANGED_SYSTEM)
+        legacy_flavor.run(recorded.root, bb, tools, system=CHANGED_SYSTEM)
     assert "[blackbox] replay diverged at step 0, systemPrompt" in str(refused.value)
     error = bb.error
     assert isinstance(error, ReplayDivergenceError)
@@ -434,19 +436,19 @@ def test_strict_replay_fails_on_a_changed_system_prompt(
     assert offline == []
 
 
-def test_the_clients_send_through_the_http_library_of_their_generation(flavor: Flavor) -> None:
+def test_the_clients_send_through_the_http_library_of_their_generation(legacy_flavor: Flavor) -> None:
     """In the legacy venv the clients are httpx clients: the interceptor's httpx path is the one tested."""
-    client = flavor.client("http://127.0.0.1:9")
+    client = legacy_flavor.client("http://127.0.0.1:9")
     assert isinstance(client._client, (httpx.Client, httpx.AsyncClient)) is LEGACY
 
 
 def test_a_cassette_recorded_with_the_legacy_sdks_replays(
-    flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+    legacy_flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     offline = network_guard.block()
-    tools = Tools(flavor.is_async)
-    bb = sessions(mode="replay", cassette=LEGACY_CASSETTES / f"{flavor.api}.json")
-    answer = flavor.run("http://127.0.0.1:9", bb, tools)
+    tools = Tools(legacy_flavor.is_async)
+    bb = sessions(mode="replay", cassette=LEGACY_CASSETTES / f"{legacy_flavor.api}.json")
+    answer = legacy_flavor.run("http://127.0.0.1:9", bb, tools)
     report = bb.finish(result=answer)
     assert answer == FINAL
     assert tools.calls == []
@@ -454,9 +456,11 @@ def test_a_cassette_recorded_with_the_legacy_sdks_replays(
     assert (report.status, report.replayed_steps) == ("success", 9)
 
 
-def test_a_new_recording_has_the_payloads_of_the_legacy_one(recorded: Recording, flavor: Flavor) -> None:
+def test_a_new_recording_has_the_payloads_of_the_legacy_one(
+    recorded: Recording, legacy_flavor: Flavor
+) -> None:
     """Step for step, whatever the SDK generation: only ids, timestamps and hashes differ."""
-    legacy = steps(LEGACY_CASSETTES / f"{flavor.api}.json")
+    legacy = steps(LEGACY_CASSETTES / f"{legacy_flavor.api}.json")
     fresh = steps(recorded.path)
     assert [(s["type"], s["payload"]) for s in fresh] == [(s["type"], s["payload"]) for s in legacy]
 

@@ -14,7 +14,7 @@ import importlib.util
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,14 @@ class Suite:
 
     def run(self, *args: str) -> pytest.RunResult:
         return self.pytester.runpytest(*QUIET, *args)
+
+    def fails_with(self, lines: Sequence[str], *args: str) -> pytest.RunResult:
+        """Run with ``args``: the one test fails, and the output holds ``lines``, each exactly, one
+        after the other."""
+        result = self.run(*args)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([exact(line) for line in lines], consecutive=True)
+        return result
 
     def cassette(self, module: str = "test_weather", test: str = "test_weather") -> Path:
         return self.pytester.path / "cassettes" / module / f"{test}.json"

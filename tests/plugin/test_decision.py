@@ -1,11 +1,19 @@
-"""``decide``: the record-mode rules over plain values, the whole table without an inner pytest run."""
+"""``decide`` and ``error_outcome``: the record-mode rules over plain values, the whole table without an
+inner pytest run."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_blackbox.plugin.decision import Decision, decide
-from pytest_blackbox.vocabulary import RECORD_MODES
+from pytest_blackbox.errors import (
+    BlackboxUnsupportedError,
+    BlackboxUsageError,
+    CassetteError,
+    OfflineRequestError,
+    ReplayDivergenceError,
+)
+from pytest_blackbox.plugin.decision import Decision, decide, error_outcome
+from pytest_blackbox.vocabulary import RECORD_MODES, Outcome
 
 RECORD = Decision("record", writes=True)
 REPLAY = Decision("replay")
@@ -59,3 +67,21 @@ def test_in_ci(mode: str, exists: bool) -> None:
 @pytest.mark.parametrize(("mode", "exists"), sorted(LOCAL))
 def test_allow_record_in_ci_decides_as_outside_it(mode: str, exists: bool) -> None:
     assert decide(mode, exists=exists, ci=True, allow_record=True) == LOCAL[mode, exists]
+
+
+@pytest.mark.parametrize(
+    ("error", "replaying", "recording"),
+    [
+        (ReplayDivergenceError(3, "messages", "a", "b"), "diverged", "diverged"),
+        (BlackboxUnsupportedError("u"), "unsupported", "unsupported"),
+        (OfflineRequestError("o"), "refused", "refused"),
+        (CassetteError("c"), "invalid", "not_written"),
+        (BlackboxUsageError("x"), "failed", "not_written"),
+        (ValueError("v"), "failed", "not_written"),
+    ],
+)
+def test_error_outcome(error: BaseException, replaying: Outcome, recording: Outcome) -> None:
+    assert (error_outcome(error, recording=False), error_outcome(error, recording=True)) == (
+        replaying,
+        recording,
+    )

@@ -45,8 +45,6 @@ def _recorded(suite: Suite, body: str | None = None) -> Path:
 def test_a_changed_prompt_shows_the_divergence_and_only_user_frames(suite: Suite) -> None:
     test_file = _recorded(suite)
     suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
-    result = suite.run()
-    result.assert_outcomes(failed=1)
     agent = suite.pytester.path / "agent.py"
     if suite.flavor == "sync":
         frames = [
@@ -69,18 +67,14 @@ def test_a_changed_prompt_shows_the_divergence_and_only_user_frames(suite: Suite
             ),
             *frame(agent, "run_agent_async", "response = await client.messages.create(**_request(messages))"),
         ]
-    result.stdout.fnmatch_lines(
+    result = suite.fails_with(
         [
-            exact(line)
-            for line in [
-                *DIVERGENCE_BLOCK,
-                "",
-                *frames,
-                "E   anthropic.BadRequestError: the blackbox error above",
-                summary(diverged=1),
-            ]
-        ],
-        consecutive=True,
+            *DIVERGENCE_BLOCK,
+            "",
+            *frames,
+            "E   anthropic.BadRequestError: the blackbox error above",
+            summary(diverged=1),
+        ]
     )
     result.stdout.fnmatch_lines(
         ["FAILED test_weather.py::test_weather - blackbox: replay diverged at step 0*"]
@@ -129,21 +123,15 @@ DEF test_two_cities(blackbox, anthropic_options):
 def test_recorded_steps_the_agent_never_reached_fail_the_test(suite: Suite) -> None:
     _recorded(suite, ONE_OR_TWO)
     suite.pytester._monkeypatch.setenv("ONE_CITY", "1")
-    result = suite.run()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+    suite.fails_with(
         [
-            exact(line)
-            for line in [
-                "blackbox: replay diverged at step 10, end of run",
-                "  recorded: 3 more model call(s)",
-                "  actual:   the agent finished",
-                "cassette: cassettes/test_weather/test_two_cities.json",
-                "re-record: pytest test_weather.py::test_two_cities --record-mode=all",
-                summary(diverged=1),
-            ]
-        ],
-        consecutive=True,
+            "blackbox: replay diverged at step 10, end of run",
+            "  recorded: 3 more model call(s)",
+            "  actual:   the agent finished",
+            "cassette: cassettes/test_weather/test_two_cities.json",
+            "re-record: pytest test_weather.py::test_two_cities --record-mode=all",
+            summary(diverged=1),
+        ]
     )
 
 
@@ -156,28 +144,22 @@ def _hand_edit(path: Path, old: str, new: str) -> None:
 def test_a_hand_edited_cassette_fails_with_the_verify_report(suite: Suite) -> None:
     _recorded(suite)
     _hand_edit(suite.cassette(), '"conditions": "sunny"', '"conditions": "sunnY"')
-    result = suite.run()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+    result = suite.fails_with(
         [
-            exact(line)
-            for line in [
-                "blackbox: the cassette failed verification: hash_chain at step 3",
-                "  schema_version       pass  version 2",
-                "  hash_chain           fail  `cassettes/test_weather/test_weather.json` failed its "
-                "hash-chain check: step 3: stored hash does not match its contents (the cassette was edited "
-                "or corrupted after recording)",
-                "  provider_neutrality  skip  skipped",
-                "  replayability        skip  skipped",
-                "A step's stored hash no longer matches its contents, or the chain links are broken — the "
-                "cassette was edited or corrupted after recording. Do not hand-edit cassettes; re-record to "
-                "regenerate a valid chain.",
-                "cassette: cassettes/test_weather/test_weather.json",
-                "re-record: pytest test_weather.py::test_weather --record-mode=all",
-                summary(invalid=1),
-            ]
-        ],
-        consecutive=True,
+            "blackbox: the cassette failed verification: hash_chain at step 3",
+            "  schema_version       pass  version 2",
+            "  hash_chain           fail  `cassettes/test_weather/test_weather.json` failed its "
+            "hash-chain check: step 3: stored hash does not match its contents (the cassette was edited "
+            "or corrupted after recording)",
+            "  provider_neutrality  skip  skipped",
+            "  replayability        skip  skipped",
+            "A step's stored hash no longer matches its contents, or the chain links are broken — the "
+            "cassette was edited or corrupted after recording. Do not hand-edit cassettes; re-record to "
+            "regenerate a valid chain.",
+            "cassette: cassettes/test_weather/test_weather.json",
+            "re-record: pytest test_weather.py::test_weather --record-mode=all",
+            summary(invalid=1),
+        ]
     )
     assert "Traceback" not in result.stdout.str()
 
@@ -231,35 +213,6 @@ def test_a_cassette_with_a_provider_id_fails_at_provider_neutrality(sync_suite: 
         ],
         consecutive=True,
     )
-
-
-IMAGE = """
-@pytest.mark.blackbox
-def test_image(blackbox, anthropic_options):
-    client = anthropic.Anthropic(**anthropic_options)
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cloud.png"}}
-    client.messages.create(
-        model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": [image]}]
-    )
-"""
-
-
-def test_an_unsupported_field_fails_the_recording_and_writes_nothing(sync_suite: Suite) -> None:
-    test_file = sync_suite.write(body=IMAGE)
-    result = sync_suite.run("--record-mode=once")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            'blackbox: "image" content blocks is not supported yet; * (messages[[]0[]].content[[]0[]])',
-            exact("cassette: cassettes/test_weather/test_image.json (not written: the test failed)"),
-            "",
-            *(exact(line) for line in frame(test_file, "test_image", "client.messages.create(")),
-            exact("E   anthropic.BadRequestError: the blackbox error above"),
-            exact(summary(unsupported=1)),
-        ],
-        consecutive=True,
-    )
-    assert not sync_suite.cassette(test="test_image").exists()
 
 
 FINISHING = """
@@ -354,6 +307,17 @@ def test_a_long_traceback_is_kept_and_the_block_added_below(sync_suite: Suite) -
     )
 
 
+IMAGE = """
+@pytest.mark.blackbox
+def test_image(blackbox, anthropic_options):
+    client = anthropic.Anthropic(**anthropic_options)
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cloud.png"}}
+    client.messages.create(
+        model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": [image]}]
+    )
+"""
+
+
 STATEMENT = 'ask(blackbox, {"base_url": anthropic_options["base_url"]}, city())'
 NO_KEY = f"""
 @pytest.mark.blackbox
@@ -362,22 +326,48 @@ def test_weather(blackbox, anthropic_options):
 """
 
 
-def test_a_refused_recording_says_not_written_once(sync_suite: Suite) -> None:
+@pytest.mark.parametrize(
+    ("body", "test", "statement", "error", "counted"),
+    [
+        pytest.param(
+            IMAGE,
+            "test_image",
+            "client.messages.create(",
+            'blackbox: "image" content blocks is not supported yet; * (messages[[]0[]].content[[]0[]])',
+            summary(unsupported=1),
+            id="unsupported-field",
+        ),
+        pytest.param(
+            NO_KEY,
+            "test_weather",
+            STATEMENT,
+            "blackbox: recording needs a real key: this request carries the offline placeholder key *",
+            summary(not_written=1),
+            id="placeholder-key",
+        ),
+    ],
+)
+def test_a_refused_recording_writes_nothing_and_says_so_once(
+    sync_suite: Suite, body: str, test: str, statement: str, error: str, counted: str
+) -> None:
     """The block names the cassette as not written; no note under it says so again."""
-    test_file = sync_suite.write(body=NO_KEY)
+    test_file = sync_suite.write(body=body)
     result = sync_suite.run("--record-mode=once")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "blackbox: recording needs a real key: this request carries the offline placeholder key *",
-            exact("cassette: cassettes/test_weather/test_weather.json (not written: the test failed)"),
+            error,
+            exact(f"cassette: cassettes/test_weather/{test}.json (not written: the test failed)"),
             "",
-            *(exact(line) for line in frame(test_file, "test_weather", STATEMENT)),
+            *(exact(line) for line in frame(test_file, test, statement)),
         ],
         consecutive=True,
     )
+    result.stdout.fnmatch_lines(
+        [exact("E   anthropic.BadRequestError: the blackbox error above"), exact(counted)]
+    )
     assert result.stdout.str().count("not written: the test failed") == 1
-    result.stdout.fnmatch_lines([exact(summary(not_written=1))])
+    assert not sync_suite.cassette(test=test).exists()
 
 
 def test_a_rehashed_cassette_whose_tool_round_disagrees_is_refused_before_the_agent_runs(
@@ -390,20 +380,14 @@ def test_a_rehashed_cassette_whose_tool_round_disagrees_is_refused_before_the_ag
         if step["type"] in ("tool_call", "tool_result"):
             step["payload"]["toolCallId"] = "call-9"
     save_trace(rechain(trace), path)
-    result = suite.run()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+    result = suite.fails_with(
         [
-            exact(line)
-            for line in [
-                "blackbox: step 2: its tool_call get_weather has toolCallId call-9, but the model_output at "
-                "step 1 announced call-0; this cassette's tool rounds disagree with its model output, so it "
-                "cannot be replayed (record it again)",
-                "cassette: cassettes/test_weather/test_weather.json",
-                "re-record: pytest test_weather.py::test_weather --record-mode=all",
-                summary(invalid=1),
-            ]
-        ],
-        consecutive=True,
+            "blackbox: step 2: its tool_call get_weather has toolCallId call-9, but the model_output at "
+            "step 1 announced call-0; this cassette's tool rounds disagree with its model output, so it "
+            "cannot be replayed (record it again)",
+            "cassette: cassettes/test_weather/test_weather.json",
+            "re-record: pytest test_weather.py::test_weather --record-mode=all",
+            summary(invalid=1),
+        ]
     )
     assert "Traceback" not in result.stdout.str()

@@ -29,6 +29,8 @@ _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
 #: Vectors of the original Blackbox (arda-ulas/blackbox) that this project deliberately departs from:
 #: it records and replays streams, so a streaming request normalizes like the same plain request.
 STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-stream"})
+#: It records provider-defined tools (``builtin`` with their ``settings``), so a server tool is recorded.
+SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -62,6 +64,9 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
         assert given["stream"] is True
         plain = {key: value for key, value in given.items() if key != "stream"}
         assert provider.normalize_request(given, ids) == provider.normalize_request(plain, CallIds())
+    elif vector["name"] in SERVER_TOOLS_NOW_SUPPORTED:
+        [tool] = provider.normalize_request(given, ids)["tools"]
+        assert tool == {"name": "web_search", "description": "", "builtin": "web_search_20250305"}
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:

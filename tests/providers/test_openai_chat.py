@@ -375,7 +375,6 @@ REQUEST_REFUSALS = [
         "(max_tokens, max_completion_tokens)",
         id="both-limits",
     ),
-    pytest.param({"web_search_options": {}}, "web_search_options", "(web_search_options)", id="web-search"),
     pytest.param(
         {"messages": [{"role": "user", "content": "hi", "name": "alice"}]},
         "a message name is not supported yet",
@@ -598,10 +597,8 @@ RESPONSE_REFUSALS = [
         id="refusal-logprobs",
     ),
     pytest.param(
-        completion(
-            {"content": "hi", "annotations": [{"type": "url_citation", "url_citation": {"url": "u"}}]}
-        ),
-        "annotations in a response is not supported yet",
+        completion({"content": "hi", "annotations": [{"type": "url_citation", "url": "u"}]}),
+        'an annotation of type "url_citation" is not supported yet',
         id="annotations",
     ),
     pytest.param(

@@ -284,17 +284,20 @@ def test_a_history_sent_back_from_a_replay_normalizes_like_the_live_one() -> Non
             id="background",
         ),
         pytest.param(
-            {"tools": [WEATHER_TOOL, {"type": "web_search"}]},
-            'built-in tool "web_search" is not supported yet; only function tools can be recorded in this '
-            "version; do the work in a wrapped tool (tools[1])",
-            id="web-search",
+            {"tools": [WEATHER_TOOL, {"type": "custom", "name": "grep"}]},
+            'the client-executed built-in tool "custom" is not supported yet; only function tools and '
+            "provider-run built-in tools can be recorded in this version; do the work in a function tool "
+            "(tools[1])",
+            id="custom-tool",
         ),
         pytest.param(
-            {"tools": [{"type": "file_search", "vector_store_ids": []}]}, "(tools[0])", id="file-search"
+            {"tools": [{"type": "tool_search", "execution": "client"}]}, "(tools[0])", id="client-tool-search"
         ),
-        pytest.param({"tools": [{"type": "mcp", "server_label": "x"}]}, 'built-in tool "mcp"', id="mcp"),
+        pytest.param({"tools": [{"type": "local_shell"}]}, 'built-in tool "local_shell"', id="local-shell"),
         pytest.param(
-            {"tools": [{"type": "code_interpreter"}]}, 'built-in tool "code_interpreter"', id="code"
+            {"tools": [{"type": "computer_use_preview"}]},
+            'built-in tool "computer_use_preview"',
+            id="computer",
         ),
         pytest.param(
             {"tools": [{"type": "custom", "name": "c"}]}, 'built-in tool "custom"', id="custom-tool"
@@ -305,10 +308,10 @@ def test_a_history_sent_back_from_a_replay_normalizes_like_the_live_one() -> Non
             id="item-reference",
         ),
         pytest.param(
-            {"input": [{"type": "web_search_call", "id": "ws_1"}]},
-            '"web_search_call" input items is not supported yet; only message, function_call, '
+            {"input": [{"type": "computer_call", "id": "cu_1"}]},
+            '"computer_call" input items is not supported yet; only message, function_call, '
             "function_call_output and reasoning items can be recorded in this version (input[0])",
-            id="hosted-item",
+            id="client-item",
         ),
         pytest.param(
             {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
@@ -479,14 +482,9 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
             id="refusal-and-text",
         ),
         pytest.param(
-            live_response([function_call("c", "f", "{}"), output_message(output_text("late"))]),
-            "text after a function call in a response is not supported yet",
-            id="text-after-call",
-        ),
-        pytest.param(
             live_response([output_message(output_text("a"), output_text("b"))]),
-            "a response with more than one text part is not supported yet; a replay returns one message with "
-            "one text part before the function calls, so this response could not come back as it was "
+            "a message with more than one text part is not supported yet; a replay returns one text part "
+            "(or one refusal) per message, so this response could not come back as it was "
             "(output[0].content[1])",
             id="two-texts",
         ),
@@ -498,8 +496,10 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
             id="two-refusals",
         ),
         pytest.param(
-            live_response([output_message(output_text("x", annotations=[{"type": "url_citation"}]))]),
-            "(output[0].content[0].annotations)",
+            live_response(
+                [output_message(output_text("x", annotations=[{"type": "url_citation", "Url": "u"}]))]
+            ),
+            "(output[0].content[0].annotations[0])",
             id="annotations",
         ),
         pytest.param(
@@ -508,10 +508,10 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
             id="logprobs-not-a-list",
         ),
         pytest.param(
-            live_response([{"type": "web_search_call", "id": "ws_1", "status": "completed"}]),
-            '"web_search_call" output items is not supported yet; only message and function_call output '
-            "items can be recorded in this version (output[0])",
-            id="hosted-item",
+            live_response([{"type": "computer_call", "id": "cu_1", "status": "completed"}]),
+            '"computer_call" output items is not supported yet; only message, function_call, reasoning and '
+            "provider-run built-in tool items can be recorded in this version (output[0])",
+            id="client-item",
         ),
         pytest.param(
             live_response([output_message({"type": "output_audio"})]),

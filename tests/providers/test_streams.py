@@ -331,7 +331,7 @@ def test_a_tool_use_without_input_deltas_keeps_its_start_input() -> None:
     }
 
 
-def test_citations_deltas_are_collected_and_then_refused_by_normalization() -> None:
+def test_citations_deltas_are_collected_onto_their_text_block() -> None:
     body = sse(
         ("message_start", {"type": "message_start", "message": {"id": "m", "content": []}}),
         (
@@ -350,9 +350,11 @@ def test_citations_deltas_are_collected_and_then_refused_by_normalization() -> N
     )
     collected = anthropic.collect_stream(body)
     assert collected["content"] == [{"type": "text", "text": "", "citations": [{"type": "x"}]}]
-    assert refusal_message(lambda: anthropic.normalize_response(collected, CallIds())).endswith(
-        "(content[0].citations)"
-    )
+    assert anthropic.normalize_response(collected, CallIds()) == {
+        "type": "final_answer",
+        "text": "",
+        "content": [{"type": "text", "text": "", "citations": [{"type": "x"}]}],
+    }
 
 
 MESSAGE_START = ("message_start", {"type": "message_start", "message": {"id": "m", "content": []}})
@@ -691,7 +693,11 @@ def test_a_chat_stream_without_done_is_still_whole_once_it_has_a_finish_reason()
     ("delta", "extra", "refused_at"),
     [
         ({"refusal": "x"}, {"logprobs": {"refusal": [{"token": "x"}]}}, "(choices[0].logprobs.refusal)"),
-        ({"content": "x", "annotations": [{"type": "url_citation"}]}, {}, "(choices[0].message.annotations)"),
+        (
+            {"content": "x", "annotations": [{"type": "url_citation"}]},
+            {},
+            "(choices[0].message.annotations[0])",
+        ),
         ({"function_call": {"name": "f", "arguments": ""}}, {}, "(choices[0].message.function_call)"),
     ],
     ids=["refusal-logprobs", "annotations", "legacy-function-call"],

@@ -23,6 +23,7 @@ from pytest_blackbox.trace.canonical import (
     js_number,
     js_stringify,
     json_pieces,
+    nested_too_deeply,
     pretty_json,
 )
 from pytest_blackbox.trace.errors import CanonicalJSONError
@@ -412,3 +413,24 @@ def test_one_rule_for_numbers_without_a_javascript_text(value: float) -> None:
         with pytest.raises(CanonicalJSONError):
             writer({"n": value})
     assert "".join(json_pieces({"n": value, "s": {1, 2}})) == f'{{"n":{value},"s":"{{1, 2}}"}}'
+
+
+@pytest.mark.parametrize("kind", ["list", "dict", "tuple", "mixed"])
+def test_nested_too_deeply_counts_containers_from_the_top(kind: str) -> None:
+    """``limit`` levels of objects and arrays pass, one more does not, wherever the deep branch is."""
+
+    def nested(levels: int) -> Any:
+        value: Any = "leaf"
+        for level in range(levels):
+            wrap = kind if kind != "mixed" else ("list", "dict", "tuple")[level % 3]
+            wrapped = {"dict": {"a": 1, "deep": value}, "list": [1, "x", value], "tuple": (value,)}
+            value = wrapped[wrap]
+        return value
+
+    limit = 5
+    assert not nested_too_deeply(nested(limit), limit)
+    assert nested_too_deeply(nested(limit + 1), limit)
+    assert not nested_too_deeply([[], {}, nested(limit - 1)], limit)
+    assert nested_too_deeply([0, {"b": [nested(limit - 1)]}], limit)
+    assert not nested_too_deeply("text", 0)
+    assert nested_too_deeply([], 0)

@@ -10,7 +10,8 @@ are: a replay cannot return them, so the history an agent sends back must normal
 Conversation state kept by the provider (``previous_response_id``, ``conversation``, item references,
 stored prompts, background responses) is refused: the request would not carry the conversation, so a
 cassette could neither hold it nor compare it, and a replayed response id means nothing to the
-server a live fork continues on. Built-in tools are refused as server tools are for Anthropic.
+server a live fork continues on. Provider-run built-in tools' items become ``server_tool_use``
+parts and ``output_text`` annotations citations (``responses_content``).
 
 This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
 the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses →

@@ -23,6 +23,8 @@ from ..common import (
     tool_definition,
     unsupported,
 )
+from ..content import builtin_tool
+from ..responses_content import SERVER_ITEMS, server_part
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.
@@ -55,6 +57,10 @@ _INSTRUCTION_ROLES: Final = ("system", "developer")
 _TEXT_PARTS: Final = ("input_text", "output_text")
 TEXT_ADVICE: Final = "only text content can be recorded in this version"
 _REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
+#: Built-in tools the agent runs itself, whose calls this version does not record.
+_CLIENT_BUILTINS: Final = frozenset(
+    {"custom", "computer_use_preview", "computer", "local_shell", "shell", "apply_patch"}
+)
 _ITEMS_ADVICE: Final = (
     "only message, function_call, function_call_output and reasoning items can be recorded in this version"
 )
@@ -193,6 +199,11 @@ class _Transcript:
                 self._results = []
                 self._messages.append({"role": "user", "content": self._results})
             self._results.append(self._function_call_output(item, at))
+        elif kind in SERVER_ITEMS:
+            self._results = None
+            if self._text is None:
+                self._text = ""
+            self._calls.append(server_part(item, at, "request", self._ids))
         elif kind == "item_reference":
             unsupported("item references (items kept by the provider)", _SERVER_STATE_ADVICE, at)
         elif kind != "reasoning":
@@ -256,11 +267,20 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
-    if kind != "function":
+    if kind in _CLIENT_BUILTINS or (kind == "tool_search" and tool.get("execution") == "client"):
         unsupported(
-            f"built-in tool {label(kind)}",
-            "only function tools can be recorded in this version; do the work in a wrapped tool",
+            f"the client-executed built-in tool {label(kind)}",
+            "only function tools and provider-run built-in tools can be recorded in this version; "
+            "do the work in a function tool",
             at,
+        )
+    if kind != "function":
+        name = tool.get("name")
+        return builtin_tool(
+            name if isinstance(name, str) else require_str(kind, f"{at}.type"),
+            str(kind),
+            tool,
+            ("type", "name"),
         )
     name = require_str(tool.get("name"), f"{at}.name")
     return tool_definition(name, tool.get("description"), tool.get("parameters"))

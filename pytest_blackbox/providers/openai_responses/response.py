@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ...trace.model import ModelOutput, Omitted, ToolCallRef
+from ...trace.model import ModelOutput, Omitted
 from ..common import (
     CallIds,
     final_answer,
@@ -15,17 +15,17 @@ from ..common import (
     list_field,
     malformed,
     parse_arguments,
-    present,
     require_object,
     require_str,
-    tool_calls_output,
     unsupported,
 )
+from ..content import ordered_output, text_part
 from ..envelope import with_envelope
+from ..responses_content import SERVER_ITEMS, annotations_of, server_part
 from .request import TEXT_ADVICE
 
 _ONE_TEXT_ADVICE: Final = (
-    "a replay returns one message with one text part before the function calls, "
+    "a replay returns one text part (or one refusal) per message, "
     "so this response could not come back as it was"
 )
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
@@ -37,40 +37,38 @@ INCOMPLETE_REASONS: Final[dict[str, Literal["length", "contentFilter"]]] = {
 
 
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
-    """The ``model_output`` payload for a Responses response body.
+    """The ``model_output`` payload for a Responses response body, its items in order.
 
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
     """
     response = require_object(body, "the response body", "response")
     stop = _status_stop(response)
-    text, refusal, calls, logprobs = _response_output(response)
+    parts, refusal, logprobs = _response_output(response)
     moderation = response.get("moderation")
     if refusal is not None:
-        if text or calls or stop is not None:
+        if parts or stop is not None:
             unsupported(
                 "a refusal together with text, function calls or an incomplete status",
                 "a replay returns a refusal alone",
                 "output",
             )
         return with_envelope(final_answer(refusal, "refusal"), moderation=moderation)
-    omitted: tuple[Omitted, ...] = ("textLogprobs",) if logprobs is None and (text or not calls) else ()
-    envelope: dict[str, Any] = {"moderation": moderation, "logprobs": logprobs or None, "omitted": omitted}
-    if calls:
-        neutral_calls: list[ToolCallRef] = [
-            {
-                "toolCallId": ids.neutral(call_id, name),
-                "toolName": name,
-                "toolInput": parse_arguments(arguments),
-            }
-            for call_id, name, arguments in calls
-        ]
-        if stop == "contentFilter":
-            unsupported(
-                "function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output"
+    if stop == "contentFilter" and any(part["type"] != "text" for part in parts):
+        unsupported("function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output")
+    has_text = any(part["type"] == "text" and part["text"] for part in parts)
+    no_calls = all(part["type"] != "tool_use" for part in parts)
+    omitted: tuple[Omitted, ...] = ("textLogprobs",) if logprobs is None and (has_text or no_calls) else ()
+    for part in parts:
+        if part["type"] == "tool_use":
+            call_id, arguments = part["toolCallId"], part["toolInput"]
+            part.update(
+                toolCallId=ids.neutral(call_id, part["toolName"]), toolInput=parse_arguments(arguments)
             )
-        calls_output = tool_calls_output(neutral_calls, text, stop)
-        return with_envelope(calls_output, **envelope)
-    return with_envelope(final_answer(text, stop), **envelope)
+        elif part["type"] == "server_tool_use":
+            part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
+    return with_envelope(
+        ordered_output(parts, stop), moderation=moderation, logprobs=logprobs or None, omitted=omitted
+    )
 
 
 def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"] | None:
@@ -95,14 +93,11 @@ def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"]
     )
 
 
-def _response_output(
-    response: dict[str, Any],
-) -> tuple[str, str | None, list[tuple[str, str, Any]], tuple[Omitted, ...]]:
-    """The text, the refusal, the calls and the text part's ``logprobs`` (``None`` when a text part had
-    none, ``[]`` when there is no text part)."""
-    text: str | None = None
+def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, Any]:
+    """The output's parts in order (provider ids not mapped yet), the refusal, if any, and the text
+    part's ``logprobs`` (``None`` when a text part had none, ``[]`` when there is no text part)."""
+    parts: list[dict[str, Any]] = []
     refusal: str | None = None
-    calls: list[tuple[str, str, Any]] = []
     logprobs: Any = []
     for index, raw in enumerate(list_field(response, "output", "response")):
         at = f"output[{index}]"
@@ -110,44 +105,52 @@ def _response_output(
         kind = item.get("type")
         if kind == "function_call":
             name = require_str(item.get("name"), f"{at}.name", "response")
-            calls.append(
-                (require_str(item.get("call_id"), f"{at}.call_id", "response"), name, item.get("arguments"))
+            call_id = require_str(item.get("call_id"), f"{at}.call_id", "response")
+            parts.append(
+                {
+                    "type": "tool_use",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "toolInput": item.get("arguments"),
+                }
             )
         elif kind == "message":
+            texts = 0
             for position, part in enumerate(list_field(item, "content", "response")):
                 where = f"{at}.content[{position}]"
                 content = require_object(part, where, "response")
                 piece, refused = _output_part(content, where)
-                if not refused and (piece or text is None):
+                if not refused and (piece["text"] or logprobs == []):
                     logprobs = content.get("logprobs")
                 if refused:
                     if refusal is not None:
                         unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
-                    refusal = piece
-                elif piece:
-                    if calls:
-                        unsupported("text after a function call in a response", _ONE_TEXT_ADVICE, where)
-                    if text is not None:
-                        unsupported("a response with more than one text part", _ONE_TEXT_ADVICE, where)
-                    text = piece
+                    refusal = piece["text"]
+                elif piece["text"] or "citations" in piece:
+                    texts += 1
+                    if texts > 1:
+                        unsupported("a message with more than one text part", _ONE_TEXT_ADVICE, where)
+                    parts.append(piece)
+        elif kind in SERVER_ITEMS:
+            parts.append(server_part(item, at, "response", None))
         elif kind != "reasoning":
             unsupported(
                 f"{label(kind)} output items",
-                "only message and function_call output items can be recorded in this version",
+                "only message, function_call, reasoning and provider-run built-in tool items can be "
+                "recorded in this version",
                 at,
             )
-    return text or "", refusal, calls, logprobs
+    return parts, refusal, logprobs
 
 
-def _output_part(part: dict[str, Any], at: str) -> tuple[str, bool]:
-    """``(text, is_refusal)`` of a message content part."""
+def _output_part(part: dict[str, Any], at: str) -> tuple[dict[str, Any], bool]:
+    """``(text part, is_refusal)`` of a message content part."""
     kind = part.get("type")
     if kind == "refusal":
-        return require_str(part.get("refusal"), f"{at}.refusal", "response"), True
+        return text_part(require_str(part.get("refusal"), f"{at}.refusal", "response")), True
     if kind != "output_text":
         unsupported(f"{label(kind)} content in a response", TEXT_ADVICE, at)
-    if present(part.get("annotations")):
-        unsupported("annotations in a response", _NOT_RECORDED, f"{at}.annotations")
     if part.get("logprobs") is not None and not isinstance(part["logprobs"], list):
         malformed(f"{at}.logprobs", "a list or null", "response")
-    return require_str(part.get("text"), f"{at}.text", "response"), False
+    text = require_str(part.get("text"), f"{at}.text", "response")
+    return text_part(text, annotations_of(part.get("annotations"), f"{at}.annotations")), False

@@ -66,8 +66,11 @@ def synthesize_stream(
     for position, item in enumerate(response["output"]):
         if item["type"] == "message":
             _message_events(stream, position, item)
-        else:
+        elif item["type"] == "function_call":
             _function_call_events(stream, position, item)
+        else:
+            stream.add("response.output_item.added", output_index=position, item=item)
+            stream.add("response.output_item.done", output_index=position, item=item)
     final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
     stream.add(final, response=response)
     return stream.events

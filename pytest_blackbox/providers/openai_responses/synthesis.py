@@ -9,6 +9,7 @@ from typing import Any
 
 from ..common import arguments_text, read_output
 from ..envelope import wire_json
+from ..responses_content import wire_annotations, wire_server_item
 from .response import INCOMPLETE_REASONS
 
 
@@ -28,35 +29,33 @@ def synthesize_response(
     response_id = f"blackbox-replay-{output_index}"
     reason = next((wire for wire, stop in INCOMPLETE_REASONS.items() if stop == recorded.stop), None)
     incomplete = reason is not None
+    logprobs = {} if "textLogprobs" in recorded.omitted else {"logprobs": wire_json(recorded.logprobs or [])}
     items: list[dict[str, Any]] = []
-    if recorded.text or not recorded.has_calls:
-        part: dict[str, Any] = (
-            {"type": "refusal", "refusal": recorded.text}
-            if recorded.stop == "refusal"
-            else {"type": "output_text", "text": recorded.text, "annotations": []}
-        )
-        if part["type"] == "output_text" and "textLogprobs" not in recorded.omitted:
-            part["logprobs"] = wire_json(recorded.logprobs or [])
+    if recorded.stop == "refusal":
         items.append(
-            {
-                "id": f"msg_blackbox_replay_{output_index}_0",
-                "type": "message",
-                "role": "assistant",
-                "status": "incomplete" if incomplete else "completed",
-                "content": [part],
-            }
+            _message_item(output_index, 0, {"type": "refusal", "refusal": recorded.text}, incomplete)
         )
-    for call in recorded.calls:
-        items.append(
-            {
-                "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
-                "type": "function_call",
-                "call_id": call["toolCallId"],
-                "name": call["toolName"],
-                "arguments": arguments_text(call["toolInput"]),
-                "status": "completed",
-            }
-        )
+    for part in [] if recorded.stop == "refusal" else recorded.parts:
+        if part["type"] == "text":
+            annotations = wire_annotations(part.get("citations"))
+            text = {"type": "output_text", "text": part["text"], "annotations": annotations, **logprobs}
+            items.append(_message_item(output_index, len(items), text, incomplete))
+        elif part["type"] == "server_tool_use":
+            items.append(wire_server_item(part))
+        else:
+            items.append(
+                {
+                    "id": f"fc_blackbox_replay_{output_index}_{len(items)}",
+                    "type": "function_call",
+                    "call_id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "arguments": arguments_text(part["toolInput"]),
+                    "status": "completed",
+                }
+            )
+    if not any(item["type"] in ("message", "function_call") for item in items):
+        empty = {"type": "output_text", "text": "", "annotations": [], **logprobs}
+        items.insert(0, _message_item(output_index, 0, empty, incomplete))
     response = {
         "id": response_id,
         "object": "response",
@@ -83,3 +82,13 @@ def synthesize_response(
     if recorded.moderation is not None:
         response["moderation"] = wire_json(recorded.moderation)
     return response
+
+
+def _message_item(output_index: int, position: int, part: dict[str, Any], incomplete: bool) -> dict[str, Any]:
+    return {
+        "id": f"msg_blackbox_replay_{output_index}_{position}",
+        "type": "message",
+        "role": "assistant",
+        "status": "incomplete" if incomplete else "completed",
+        "content": [part],
+    }

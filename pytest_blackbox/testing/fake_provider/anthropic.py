@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
@@ -39,10 +39,28 @@ _ERROR_TYPES = {
 
 
 def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
-    def respond(request: ReceivedRequest) -> ScriptedResponse:
-        message = _message(request, ids, text, calls)
+    def message(request: ReceivedRequest) -> dict[str, Any]:
+        built = _message(request, ids, text, calls)
         if envelope.stop is not None:
-            message.update(stop_reason=envelope.stop, stop_sequence=envelope.stop_sequence)
+            built.update(stop_reason=envelope.stop, stop_sequence=envelope.stop_sequence)
+        return built
+
+    return _script(ids, message, gzip=gzip)
+
+
+def content_script(ids: Ids, blocks: Sequence[Mapping[str, Any]], stop_reason: str, *, gzip: bool) -> Script:
+    """A message whose content is ``blocks`` as given (server tools, citations, several texts)."""
+
+    def message(request: ReceivedRequest) -> dict[str, Any]:
+        content = [dict(block) for block in blocks]
+        return {**_message(request, ids, None, ()), "content": content, "stop_reason": stop_reason}
+
+    return _script(ids, message, gzip=gzip)
+
+
+def _script(ids: Ids, build: Callable[[ReceivedRequest], dict[str, Any]], *, gzip: bool) -> Script:
+    def respond(request: ReceivedRequest) -> ScriptedResponse:
+        message = build(request)
         headers = (("request-id", ids.make("req_01", 22)),)
         return answer(
             message, headers, (lambda: _events(message)) if asks_stream(request) else None, gzip=gzip
@@ -75,11 +93,18 @@ def _message(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls)
     }
 
 
-def _streamed_block(block: dict[str, Any]) -> tuple[dict[str, Any], str, str, str]:
-    """(content_block_start block, delta key, delta type, full text the deltas add up to)."""
+def _streamed_block(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(content_block_start block, its deltas): text and tool input in two deltas each, a text's
+    citations one ``citations_delta`` each, a tool result block whole in its start (as the API sends)."""
     if block["type"] == "text":
-        return {"type": "text", "text": ""}, "text", "text_delta", block["text"]
-    return {**block, "input": {}}, "partial_json", "input_json_delta", compact(block["input"])
+        citations = block.get("citations") or []
+        opening = {"type": "text", "text": "", **({"citations": []} if citations else {})}
+        deltas = [{"type": "citations_delta", "citation": citation} for citation in citations]
+        return opening, deltas + [{"type": "text_delta", "text": piece} for piece in halves(block["text"])]
+    if "input" not in block:
+        return block, []
+    pieces = halves(compact(block["input"]))
+    return {**block, "input": {}}, [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
 
 
 def _events(message: dict[str, Any]) -> Iterator[bytes]:
@@ -89,12 +114,11 @@ def _events(message: dict[str, Any]) -> Iterator[bytes]:
     yield sse("message_start", {"type": "message_start", "message": start})
     yield sse("ping", {"type": "ping"})
     for index, block in enumerate(message["content"]):
-        opening, key, delta_type, full = _streamed_block(block)
+        opening, deltas = _streamed_block(block)
         yield sse(
             "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
         )
-        for piece in halves(full):
-            delta = {"type": delta_type, key: piece}
+        for delta in deltas:
             yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
     stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
@@ -34,9 +34,20 @@ _ERROR_TYPES = {429: "requests", 401: "invalid_request_error", 400: "invalid_req
 PROCESSING_MS = ("openai-processing-ms", "321")
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
+def script(
+    ids: Ids,
+    text: str | None,
+    calls: Calls,
+    *,
+    gzip: bool,
+    annotations: Sequence[Mapping[str, Any]] = (),
+    envelope: Envelope = PLAIN,
+) -> Script:
+    """A completion; ``annotations`` (``url_citation``s of a search model) on its message."""
+
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         completion = _completion(request, ids, text, calls)
+        completion["choices"][0]["message"]["annotations"] = [dict(item) for item in annotations]
         if envelope.moderation is not None:
             completion["moderation"] = dict(envelope.moderation)
         if envelope.stop is not None:
@@ -118,7 +129,9 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
         opening = {"index": index, "id": call["id"], "type": "function"}
         yield chunk({"tool_calls": [{**opening, "function": {"name": function["name"], "arguments": ""}}]})
         yield chunk({"tool_calls": [{"index": index, "function": {"arguments": function["arguments"]}}]})
-    yield chunk({}, choice["finish_reason"])
+    yield chunk(
+        {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
+    )
     if include_usage:
         yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
     if "moderation" in completion:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .openai_chat import PROCESSING_MS, error_body
@@ -46,8 +46,21 @@ def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: En
     return respond
 
 
+def output_script(ids: Ids, items: Sequence[Mapping[str, Any]], *, gzip: bool) -> Script:
+    """A response whose ``output`` is ``items`` as given (built-in tool items, cited text, any order)."""
+
+    def respond(request: ReceivedRequest) -> ScriptedResponse:
+        response = {**_response(request, ids, None, ()), "output": [dict(item) for item in items]}
+        headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
+        return answer(
+            response, headers, (lambda: _events(response)) if asks_stream(request) else None, gzip=gzip
+        )
+
+    return respond
+
+
 def _response(
-    request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls, envelope: Envelope
+    request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls, envelope: Envelope = PLAIN
 ) -> dict[str, Any]:
     """A Responses API response; a request asking for reasoning gets a reasoning item first, as live."""
     body = body_of(request)
@@ -155,7 +168,7 @@ def _held(body: dict[str, Any]) -> list[Said]:
             calls.append((item.get("name"), arguments(item.get("arguments"))))
         elif kind == "message" and isinstance(item, dict) and item.get("role") == "assistant":
             texts.append(joined(item.get("content"), ("output_text", "text")) or "")
-        elif kind != "reasoning" and (texts or calls):
+        elif kind not in ("reasoning", "web_search_call", "mcp_call", "mcp_list_tools") and (texts or calls):
             held.append(said("".join(texts), calls))
             texts, calls = [], []
     return held

@@ -7,10 +7,11 @@ dispatches by path and serves. See docs/fake-provider.md.
 from __future__ import annotations
 
 import gzip as gzip_module
+import json
 import threading
 import zlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -153,8 +154,29 @@ class FakeProvider:
         script = anthropic.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, anthropic.PROTOCOL, said(text, calls))
 
-    def queue_openai_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
-        self.queue_openai_tool_calls([], text=text, gzip=gzip, envelope=envelope)
+    def queue_anthropic_content(
+        self, blocks: Sequence[Mapping[str, Any]], *, stop_reason: str = "end_turn", gzip: bool = False
+    ) -> None:
+        """An Anthropic Messages answer whose ``content`` is ``blocks`` as given: several text blocks,
+        text after a call, server tools and their results, text with citations."""
+        calls = [(b["name"], b["input"]) for b in blocks if b.get("type") == "tool_use"]
+        text = "".join(b["text"] for b in blocks if b.get("type") == "text") or None
+        script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip)
+        self._push(script, anthropic.PROTOCOL, said(text, calls))
+
+    def queue_openai_text(
+        self,
+        text: str,
+        *,
+        gzip: bool = False,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        envelope: Envelope = PLAIN,
+    ) -> None:
+        """A Chat Completions text answer; ``annotations`` are its message's ``url_citation``s."""
+        script = openai_chat.script(
+            self._ids, text, [], gzip=gzip, annotations=annotations, envelope=envelope
+        )
+        self._push(script, openai_chat.PROTOCOL, said(text, []))
 
     def queue_openai_tool_calls(
         self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
@@ -172,6 +194,14 @@ class FakeProvider:
         """A Responses API answer (``POST …/responses``), streamed when the request asks for it."""
         script = openai_responses.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, openai_responses.PROTOCOL, said(text, calls))
+
+    def queue_responses_output(self, items: Sequence[Mapping[str, Any]], *, gzip: bool = False) -> None:
+        """A Responses API answer whose ``output`` is ``items`` as given: built-in tool items (a
+        ``web_search_call``), messages with annotated text, function calls, in any order."""
+        calls = [(i["name"], json.loads(i["arguments"])) for i in items if i.get("type") == "function_call"]
+        texts = [p["text"] for i in items if i.get("type") == "message" for p in i["content"]]
+        script = openai_responses.output_script(self._ids, items, gzip=gzip)
+        self._push(script, openai_responses.PROTOCOL, said("".join(texts) or None, calls))
 
     def queue_gemini_text(
         self, text: str, *, thinking: bool = False, gzip: bool = False, envelope: Envelope = PLAIN
