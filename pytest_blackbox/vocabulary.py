@@ -6,11 +6,26 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-__all__ = ["FAILING", "MATCHES", "RECORD_MODES", "UNSET", "Match", "Outcome", "RecordMode"]
+__all__ = [
+    "FAILING",
+    "MATCHES",
+    "MEDIA_MODES",
+    "RECORD_MODES",
+    "UNSET",
+    "Match",
+    "Media",
+    "Outcome",
+    "RecordMode",
+]
 
 #: How a replay compares requests with the recording (docs/engine.md#replay-what-is-compared).
 Match = Literal["strict", "sequence"]
 MATCHES: Final[tuple[Match, ...]] = ("strict", "sequence")
+
+#: What a cassette keeps of the images, documents, audio and files a request sends: their digest only,
+#: or their bytes as well (docs/cassette-format.md#media-parts).
+Media = Literal["digest", "inline"]
+MEDIA_MODES: Final[tuple[Media, ...]] = ("digest", "inline")
 
 #: The pytest plugin's record modes (docs/pytest.md#record-modes).
 RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]

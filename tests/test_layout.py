@@ -17,10 +17,6 @@ PACKAGE_DIR = Path(pytest_blackbox.__file__).resolve().parent
 MAX_CLASS_LINES = 300
 MAX_MODULE_LINES = 600
 
-#: Modules allowed past a limit for now (package-relative path → the reason). An entry that is no
-#: longer too big fails the test too, so the list cannot outlive its reason.
-OVERSIZED_FOR_NOW: dict[str, str] = {}
-
 
 def oversized(source: str, name: str) -> list[str]:
     """Each class or module of ``source`` past its limit, as ``name[:line]: what, N lines (limit M)``."""
@@ -38,27 +34,13 @@ def oversized(source: str, name: str) -> list[str]:
     return problems
 
 
-def _package_problems() -> dict[str, list[str]]:
-    found = {}
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        name = path.relative_to(PACKAGE_DIR).as_posix()
-        problems = oversized(path.read_text("utf-8"), name)
-        if problems:
-            found[name] = problems
-    return found
-
-
 def test_no_class_or_module_is_too_big() -> None:
-    found = _package_problems()
     problems = [
-        problem for name, listed in found.items() if name not in OVERSIZED_FOR_NOW for problem in listed
+        problem
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        for problem in oversized(path.read_text("utf-8"), path.relative_to(PACKAGE_DIR).as_posix())
     ]
     assert not problems, "split these by role:\n" + "\n".join(problems)
-
-
-def test_every_allowance_is_still_needed() -> None:
-    stale = sorted(set(OVERSIZED_FOR_NOW) - set(_package_problems()))
-    assert not stale, f"no longer too big (or gone): remove from OVERSIZED_FOR_NOW: {', '.join(stale)}"
 
 
 @pytest.mark.parametrize(

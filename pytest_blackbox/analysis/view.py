@@ -14,6 +14,7 @@ from typing import Any, Final
 from ..trace.model import STEP_TYPES, Trace
 from ..trace.payloads import Outcome
 from .diff import SEMANTIC_COMPARISON, OutcomeDiff, TraceDiff, diff_outcome, diff_traces
+from .extensions import ORIGINAL_CANNOT_REPLAY, extensions_used
 from .jsondiff import changed_leaf_paths
 from .labels import type_label
 from .verify import VerifyReport
@@ -166,6 +167,10 @@ def render_run_html(
     ]
     if source is not None:
         rows.append(("File", f"<code>{page.text(source)}</code>"))
+    used = extensions_used(run.steps)
+    if used:
+        named = ", ".join(f"{extension.name} (<code>{extension.doc}</code>)" for extension in used)
+        rows.append(("Extensions", f"{named}; {ORIGINAL_CANNOT_REPLAY}"))
     header = (
         f"<h1>Run <code>{page.text(trace.get('id', '?'))}</code></h1>{_meta(rows)}"
         f'<div class="badges">{_verify_badge(verify_report, page)}{_outcome_badge(outcome)}</div>'

@@ -36,6 +36,9 @@ dl.meta dd { margin: 0; overflow-wrap: anywhere; }
 .badge.pass, .badge.success { color: var(--good); background: var(--good-bg); border-color: var(--good); }
 .badge.fail, .badge.error { color: var(--bad); background: var(--bad-bg); border-color: var(--bad); }
 .badge.incomplete, .badge.none { color: var(--warn); background: var(--warn-bg); border-color: var(--warn); }
+.media { display: block; margin: 4px 0; }
+.media img { display: block; max-width: 240px; max-height: 180px; border: 1px solid var(--line); }
+.media .badge { font-weight: 400; font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; }
 table.invariants { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
 table.invariants td { padding: 1px 12px 1px 0; vertical-align: top; }
 td.pass { color: var(--good); }
@@ -155,8 +158,9 @@ def _source_hash(source: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-#: Nothing loads from anywhere; only the two blocks above may style or script the page.
+#: Nothing loads from anywhere; only the two blocks above may style or script the page, and images
+#: only come from ``data:`` URIs (the thumbnails of media parts a cassette holds inline).
 CONTENT_SECURITY_POLICY: Final = (
     f"default-src 'none'; style-src {_source_hash(STYLE)}; script-src {_source_hash(SCRIPT)}; "
-    "img-src 'none'; base-uri 'none'; form-action 'none'"
+    "img-src data:; base-uri 'none'; form-action 'none'"
 )

@@ -12,11 +12,13 @@ from typing import Any, Final, cast
 
 from ..trace.canonical import pretty_json
 from ..trace.errors import CanonicalJSONError
+from ..trace.media import MEDIA_PART, is_part_list
 from ..trace.model import STEP_TYPES, Trace
 from ..trace.payloads import Outcome, terminal_outcome
 from ..trace.secrets import known_secrets, mask
 from .jsondiff import compact_json, render_value
 from .labels import describe_step, type_label
+from .view_media import render_media
 
 __all__ = ["FOLD_CHARS", "FOLD_LINES", "VALUE_CAP", "Page", "RunSteps", "iso_time"]
 
@@ -168,9 +170,9 @@ class Page:
                 f'<div class="result error"><span class="arrow">✗</span> {name} '
                 f'<span class="error-label">ERROR</span>{self.block(body["error"])}</div>'
             )
-        return (
-            f'<div class="result"><span class="arrow">←</span> {name}{self.block(body.get("result"))}</div>'
-        )
+        value = body.get("result")
+        shown = "".join(map(self.part, value)) if is_part_list(value) else self.block(value)
+        return f'<div class="result"><span class="arrow">←</span> {name}{shown}</div>'
 
     def part(self, part: Any) -> str:
         kind = part.get("type") if isinstance(part, dict) else None
@@ -180,6 +182,8 @@ class Page:
             return self.call(part)
         if kind == "tool_result":
             return self.result(part)
+        if kind == MEDIA_PART and isinstance(part, dict):
+            return render_media(part, self.text)
         return self.block(part)
 
     def message(self, message: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from ..analysis.assertions import assert_cassette, parse_tools, render_assert_report
 from ..analysis.diff import diff_outcome, diff_traces, is_fork_pair, render_diff
+from ..analysis.extensions import extensions_used
 from ..analysis.labels import describe_step
 from ..analysis.textconv import cassette_text, is_cassette_document
 from ..analysis.verify import VerifyReport, render_verify_report, verify_trace
@@ -354,6 +355,12 @@ def _metadata_lines(path: str, trace: Trace, keys: Sequence[str]) -> list[str]:
         ("Created:", iso_time(trace["createdAt"])),
         ("Steps:", str(len(trace["steps"]))),
     ]
+    used = extensions_used(trace["steps"])
+    if used:
+        named = ", ".join(f"{extension.name} ({extension.doc})" for extension in used)
+        fields.append(
+            ("Extensions:", f"{named}; the original Blackbox (arda-ulas/blackbox) cannot replay them")
+        )
     return [f"{label:<14}{value}" for label, value in fields] + _outcome_lines(trace, keys)
 
 

@@ -103,6 +103,7 @@ class Dispatch:
             fail=self._fail,
             concurrent=self.options.mode == "record",
             redact=self.redacted if self._redactor is not None else None,
+            media=self.options.media,
         )
 
     def redacted(self, value: Any) -> Any:
@@ -156,7 +157,7 @@ class Dispatch:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
         assert self.fork is not None
         started = self._clock()
-        model_input = call.normalize(self._ids)
+        model_input = call.normalize(self._ids, recording.media)
         recording.append_turn(model_input, started, self.fork.next_output(self._ids))
         return call.reply(model_input, recording.recorder.steps[-1])
 

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
-from ..vocabulary import MATCHES, UNSET, Match
+from ..vocabulary import MATCHES, MEDIA_MODES, UNSET, Match, Media
 from .hosts import check_allowed_hosts
 from .rules import (
     Matcher,
@@ -81,6 +81,9 @@ class SessionOptions:
     secrets: Secrets = field(default_factory=Secrets)
     #: Hosts a replay may still reach besides loopback, for requests that are not model calls.
     allowed_hosts: tuple[str, ...] = ()
+    #: What a recording keeps of a request's images, documents, audio and files: their digest, or
+    #: their bytes too (docs/cassette-format.md#media-parts). A replay compares digests either way.
+    media: Media = "digest"
 
     @property
     def has_fork_set(self) -> bool:
@@ -162,6 +165,15 @@ def _on_divergence(value: Any) -> OnDivergence:
     return cast(OnDivergence, value)
 
 
+def check_media(value: Any) -> Media:
+    """The ``media`` setting: ``"digest"`` (the default, for ``None``) or ``"inline"``."""
+    if value is None:
+        return "digest"
+    if value not in MEDIA_MODES:
+        raise BlackboxUsageError(f'media must be "digest" or "inline"; got {value!r}')
+    return cast(Media, value)
+
+
 def _path(value: Any) -> Path | None:
     return None if value is None else Path(value)
 
@@ -198,6 +210,7 @@ def resolve_options(
     redact: Any = None,
     secrets: Any = None,
     allowed_hosts: Any = None,
+    media: Any = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionOptions:
     """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
@@ -205,7 +218,8 @@ def resolve_options(
     ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
     the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
     Neither have the rules (``ignore``, ``normalize``, ``matcher``, ``redact``, ``secrets``): they are
-    code, checked by the validators of ``rules``; nor ``allowed_hosts`` (checked by ``hosts``).
+    code, checked by the validators of ``rules``; nor ``allowed_hosts`` (checked by ``hosts``) and
+    ``media`` (:func:`check_media`).
     """
     env = os.environ if env is None else env
     options = SessionOptions(
@@ -226,5 +240,6 @@ def resolve_options(
         redact=check_redact(redact),
         secrets=check_secrets(secrets),
         allowed_hosts=check_allowed_hosts(allowed_hosts),
+        media=check_media(media),
     )
     return _check_report_path(options)

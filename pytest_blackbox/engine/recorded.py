@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import RecordedToolError
 from ..trace.errors import CassetteError
+from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
 from ..trace.payloads import ToolRounds
 from .concurrency import AnswerIndex
@@ -64,11 +65,15 @@ class RecordedTurn:
     children: list[RecordedTurn] = field(default_factory=list)
     consumed: bool = False
     settled: bool = False
+    _request: Any = field(default=None, repr=False)
 
     @property
     def request(self) -> Any:
-        """The recorded request (the ``model_input`` payload)."""
-        return self.input["payload"]
+        """The recorded request as a replay compares it: the ``model_input`` payload, its media
+        parts without their bytes (an inline cassette is compared by digest like any other)."""
+        if self._request is None:
+            self._request = without_bytes(self.input["payload"])
+        return self._request
 
 
 class RecordedRun:

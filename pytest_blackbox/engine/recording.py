@@ -21,6 +21,7 @@ from ..providers.sse import StreamCutShort
 from ..trace.model import ModelInput, ModelOutput, StepType, Terminal, Trace, TraceStep
 from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
+from ..vocabulary import Media
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
 from .jsonvalue import to_json_value
 from .recorded import RecordedPair
@@ -112,7 +113,8 @@ class Recording:
     ``owner`` stands for the session in context variables; ``fail`` keeps an error as the run's
     first; ``concurrent`` says whether overlapping calls may switch to per-conversation recording
     (only a plain recording: a fork and a replay gone live copy a prefix verbatim); ``redact`` is
-    applied to every payload as it is written (before it is hashed).
+    applied to every payload as it is written (before it is hashed); ``media`` says whether media parts
+    keep their bytes (``inline``) or only their digest.
     """
 
     def __init__(
@@ -126,8 +128,10 @@ class Recording:
         fail: Callable[[BlackboxError], BlackboxError],
         concurrent: bool,
         redact: Callable[[Any], Any] | None = None,
+        media: Media = "digest",
     ) -> None:
         self.recorder = recorder
+        self.media: Media = media
         self._redact = redact
         self._ids = ids
         self._clock = clock
@@ -201,7 +205,7 @@ class Recording:
     def record_call(self, wire: WireCall) -> Forward:
         """Send the call upstream; its answer is recorded when it arrives whole (a failure is not)."""
         started = self._clock()
-        model_input = wire.normalize(self._ids)
+        model_input = wire.normalize(self._ids, self.media)
         self._check_retry(model_input)
         self._numbered += 1
         call = ModelCall(model_input, started, self._numbered)

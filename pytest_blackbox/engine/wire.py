@@ -17,7 +17,9 @@ from .. import providers
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
 from ..providers.sse import StreamCutShort
+from ..trace.media import without_bytes
 from ..trace.model import ModelInput, TraceStep
+from ..vocabulary import Media
 from .bodies import BodyParser
 from .hosts import host_allowed, is_local
 from .keys import HEADER_KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
@@ -69,9 +71,11 @@ class WireCall:
         body = parse_json_body(request.body, "the request body", parser, provider.HISTORY)
         return cls(provider, urlsplit(request.url).path, body)
 
-    def normalize(self, ids: providers.CallIds) -> ModelInput:
-        """The ``model_input`` payload of this request."""
-        return self.provider.normalize_request(self.body, ids, path=self.path)
+    def normalize(self, ids: providers.CallIds, media: Media = "digest") -> ModelInput:
+        """The ``model_input`` payload of this request; with ``media="digest"`` its media parts keep
+        their digest and not their bytes (what a digest cassette holds and every replay compares)."""
+        model_input = self.provider.normalize_request(self.body, ids, path=self.path)
+        return model_input if media == "inline" else without_bytes(model_input)
 
     def reply(self, model_input: ModelInput, output: TraceStep) -> Reply:
         """The answer from a recorded or scripted model output, plain or streamed as the request asks.

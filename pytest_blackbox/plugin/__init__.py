@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..vocabulary import MATCHES, RECORD_MODES
+from ..vocabulary import MATCHES, MEDIA_MODES, RECORD_MODES
 
 if TYPE_CHECKING:
     from .config import Found
@@ -59,6 +59,14 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="compare each request with the recording (strict, default) or only the order of calls",
     )
     group.addoption(
+        "--blackbox-media",
+        action="store",
+        default=None,
+        choices=MEDIA_MODES,
+        help="what a recording keeps of images, documents, audio and files: their digest (default) or "
+        "their bytes too (inline)",
+    )
+    group.addoption(
         "--blackbox-allow-record",
         action="store_true",
         default=False,
@@ -101,6 +109,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
     parser.addini(
         "blackbox_match", "match mode of blackbox tests when no option, marker or blackbox_config sets it"
+    )
+    parser.addini(
+        "blackbox_media", "media setting of blackbox tests when no option, marker or blackbox_config sets it"
     )
     parser.addini("blackbox_cassette_dir", "one cassette tree for the whole suite, relative to the rootdir")
     parser.addini(

@@ -17,7 +17,7 @@ import pytest
 
 from ..engine import RULE_VALIDATORS, check_allowed_hosts
 from ..errors import BlackboxUsageError
-from ..vocabulary import MATCHES, RECORD_MODES, Match, RecordMode
+from ..vocabulary import MATCHES, MEDIA_MODES, RECORD_MODES, Match, Media, RecordMode
 from .paths import (
     case_collisions,
     cassette_name,
@@ -38,6 +38,7 @@ KEYS = (
     "redact",
     "secrets",
     "allowed_hosts",
+    "media",
 )
 FIXTURE_KEYS = KEYS[1:]
 #: The keys the engine applies: ``SessionOptions`` fields of the same names (a ``match`` function
@@ -46,7 +47,8 @@ ENGINE_KEYS = ("ignore", "normalize", "redact", "secrets")
 PRECEDENCE = "command line > marker (test > class > module) > blackbox_config fixture > ini > default"
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
-    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[])"
+    "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[], "
+    "media='digest'|'inline')"
 )
 FIXTURE_USAGE = f"blackbox_config returns a dict with any of the keys {', '.join(FIXTURE_KEYS)}"
 #: pytest-repeat runs a test several times as parameters of this name; every run uses one cassette.
@@ -73,6 +75,8 @@ class Settings:
     explicit_cassette: bool = False
     #: Hosts beyond loopback that a replay may connect to (the socket guard's allowlist).
     allowed_hosts: tuple[str, ...] = ()
+    #: What a recording keeps of a request's media: its digest, or its bytes too.
+    media: Media = "digest"
     #: What the engine applies, ready for ``SessionOptions(**engine_rules)``: any of ``ignore``,
     #: ``normalize``, ``redact``, ``secrets`` and ``matcher``, only those set.
     engine_rules: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +103,12 @@ def _match_mode(value: Any, alternative: str = "") -> Match:
     if value not in MATCHES:
         raise _Bad(f"match={value!r} must be one of {_one_of(MATCHES)}{alternative}")
     return cast(Match, value)
+
+
+def _media(value: Any) -> Media:
+    if value not in MEDIA_MODES:
+        raise _Bad(f"media={value!r} must be one of {_one_of(MEDIA_MODES)}")
+    return cast(Media, value)
 
 
 def _match(value: Any) -> Match | Callable[..., Any]:
@@ -148,6 +158,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "redact": _rule("redact"),
     "secrets": _rule("secrets"),
     "allowed_hosts": _allowed_hosts,
+    "media": _media,
 }
 
 
@@ -226,6 +237,9 @@ def check_ini(config: pytest.Config) -> None:
         match = _ini(config, "blackbox_match")
         if match is not None:
             _match_mode(match)
+        media = _ini(config, "blackbox_media")
+        if media is not None:
+            _media(media)
         _allowed_hosts(_ini_hosts(config))
     except _Bad as exc:
         raise pytest.UsageError(f"bad ini value: blackbox_{exc}") from None
@@ -241,6 +255,7 @@ def _ini_layer(config: pytest.Config) -> dict[str, Any]:
         "record_mode": _ini(config, "blackbox_record_mode"),
         "match": _ini(config, "blackbox_match"),
         "allowed_hosts": hosts or None,
+        "media": _ini(config, "blackbox_media"),
     }
 
 
@@ -390,6 +405,7 @@ def resolve_settings(
         live=bool(config.getoption("blackbox_disable", False)),
         explicit_cassette=explicit is not None,
         allowed_hosts=tuple(dict.fromkeys(hosts)),
+        media=config.getoption("blackbox_media", None) or merged.get("media", "digest"),
         engine_rules=engine_rules,
         identity=f"{test_file}::{stem}",
         legacy_cassette=_legacy(item, cassette, explicit is not None or "cassette_dir" in merged),

@@ -351,6 +351,7 @@ def _session_options(decision: Decision, settings: Settings, pending: Path | Non
         match=settings.match,
         on_divergence="record" if decision.new_episodes else "fail",
         allowed_hosts=settings.allowed_hosts,
+        media=settings.media,
         **settings.engine_rules,
     )
 

@@ -2,8 +2,8 @@
 
 A request becomes a ``model_input``: ``system`` the system prompt, ``messages`` neutral messages with
 provider tool ids mapped to ``call-N``, custom tools neutral tool definitions, and the behaviour
-controls ``params``. A response becomes a ``model_output``. Anything a replay could not give back
-as it was (images, server tools, citations, …) is refused with a
+controls ``params``; image and document blocks become media parts (``media.py``). A response becomes
+a ``model_output``. Anything a replay could not give back as it was is refused with a
 ``BlackboxUnsupportedError`` naming the field, so nothing is recorded that would replay altered.
 
 Thinking blocks are dropped in both directions: a replay cannot return them, so the history an agent
@@ -37,6 +37,7 @@ from .common import (
     unsupported,
 )
 from .content import builtin_tool, ordered_output
+from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -74,7 +75,9 @@ _PARAMS: Final = (
     ("context_management", "contextManagement"),
     ("mcp_servers", "mcpServers"),
 )
-_BLOCKS_ADVICE: Final = "only text, tool_use and tool_result blocks can be recorded in this version"
+_BLOCKS_ADVICE: Final = (
+    "only text, image, document, tool_use and tool_result blocks can be recorded in this version"
+)
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
 #: A provider-defined tool's fields that are not compared: its name and type are, apart, and
 #: ``cache_control`` does not change the answer (as for custom tools).
@@ -170,6 +173,8 @@ def _part(raw: Any, at: str, ids: CallIds) -> dict[str, Any] | None:
         return {"type": "text", "text": require_str(block.get("text"), f"{at}.text")}
     if kind == "tool_result":
         return _tool_result(block, at, ids)
+    if kind in ("image", "document"):
+        return anthropic_block(block, at)
     if kind == "tool_use":
         unsupported(
             'a "tool_use" block in a user message', "tool_use blocks belong in assistant messages", at
@@ -210,9 +215,7 @@ def _result_value(content: Any, at: str) -> Any:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return join_text_blocks(
-            content, at, "only text content can be recorded in tool results in this version"
-        )
+        return message_content(anthropic_content(content, at))
     return json_copy(content)
 
 

@@ -40,6 +40,7 @@ from .common import (
 )
 from .content import nested_citations_of, nested_wire, ordered_output, text_part
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
+from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 __all__ = [
@@ -96,7 +97,6 @@ _AUDIO_ADVICE: Final = "request text output; audio cannot be recorded in this ve
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
 _REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this version"
-_NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
 #: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
 _STOPS: Final[dict[str, Stop]] = {"length": "length", "content_filter": "contentFilter"}
@@ -194,7 +194,12 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
         results = None
         if role == "user":
             messages.append(
-                {"role": "user", "content": _content_text(message.get("content"), f"{at}.content")}
+                {
+                    "role": "user",
+                    "content": text_or_media(
+                        message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA
+                    ),
+                }
             )
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))

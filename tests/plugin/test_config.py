@@ -5,12 +5,15 @@ and every bad key or value refused with one line."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_blackbox import Secrets
 from pytest_blackbox.plugin.config import Settings, resolve_settings
+from pytest_blackbox.plugin.decision import Decision
+from pytest_blackbox.plugin.testrun import _session_options
 
 from .conftest import INNER_INI, MARKER_USAGE, QUIET, Counted, exact, summary
 
@@ -252,6 +255,7 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
             'match=3 must be one of "strict", "sequence", or a function (recorded_model_input, '
             "live_model_input) -> None | str",
         ),
+        ("media='bytes'", 'media=\'bytes\' must be one of "digest", "inline"'),
     ],
     ids=lambda value: value.split("=")[0] if "=" in value and len(value) < 60 else "",
 )
@@ -272,7 +276,7 @@ def test_bad_marker_values_are_a_usage_error(bare_dir: pytest.Pytester, marker: 
 
 FIXTURE_USAGE = (
     "usage: blackbox_config returns a dict with any of the keys cassette_dir, record_mode, match, ignore, "
-    "normalize, redact, secrets, allowed_hosts"
+    "normalize, redact, secrets, allowed_hosts, media"
 )
 
 
@@ -389,6 +393,38 @@ def test_allowed_hosts_from_the_command_line_add_to_the_tests_own(pytester: pyte
         "--blackbox-allowed-hosts=a,b",
     )
     assert settings.allowed_hosts == ("db.internal", "a", "b")
+
+
+@pytest.mark.parametrize(
+    ("ini", "marker", "fixture", "args", "expected"),
+    [
+        ("", "", {}, (), "digest"),
+        ("blackbox_media = inline", "", {}, (), "inline"),
+        ("blackbox_media = inline", "", {"media": "digest"}, (), "digest"),
+        ("", "media='inline'", {"media": "digest"}, (), "inline"),
+        ("", "media='inline'", {}, ("--blackbox-media=digest",), "digest"),
+    ],
+    ids=["default", "ini", "fixture-over-ini", "marker-over-fixture", "option-over-marker"],
+)
+def test_the_media_setting_follows_the_precedence(
+    pytester: pytest.Pytester,
+    ini: str,
+    marker: str,
+    fixture: dict[str, Any],
+    args: tuple[str, ...],
+    expected: str,
+) -> None:
+    pytester.makeini(f"{INNER_INI}{ini}\n")
+    source = f"import pytest\n\n@pytest.mark.blackbox({marker})\ndef test_x():\n    pass\n"
+    module = pytester.getmodulecol(source, configargs=args)
+    [item] = pytester.genitems([module])
+    assert resolve_settings(item, fixture).media == expected
+
+
+def test_a_recording_session_gets_the_tests_media_setting(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    settings = _settings(pytester, "media='inline'", {})
+    options = _session_options(Decision("record", writes=True), settings, tmp_path / "pending.json")
+    assert (options.mode, options.media) == ("record", "inline")
 
 
 def test_the_session_is_function_scoped_as_documented(bare_dir: pytest.Pytester) -> None:

@@ -150,6 +150,10 @@ def test_typo():
             "blackbox_match = fuzzy",
             """bad ini value: blackbox_match='fuzzy' must be one of "strict", "sequence\"""",
         ),
+        (
+            "blackbox_media = raw",
+            """bad ini value: blackbox_media='raw' must be one of "digest", "inline\"""",
+        ),
     ],
 )
 def test_bad_ini_values_are_a_usage_error(pytester: pytest.Pytester, line: str, message: str) -> None:

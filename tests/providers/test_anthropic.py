@@ -343,20 +343,20 @@ def test_normalizing_does_not_share_structure_with_the_body() -> None:
 REQUEST_REFUSALS = [
     pytest.param(
         {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},
-        '"image" content blocks is not supported yet; only text, tool_use and tool_result blocks can be '
-        "recorded in this version (messages[0].content[0])",
-        id="image-block",
+        "image source type null is not supported yet; use a base64, url, file, text or content source "
+        "(messages[0].content[0].source.type)",
+        id="image-block-without-source",
     ),
     pytest.param(
         {
             "messages": [
                 {"role": "user", "content": "a"},
-                {"role": "user", "content": [text("x"), {"type": "document"}]},
+                {"role": "user", "content": [text("x"), {"type": "search_result"}]},
             ]
         },
-        '"document" content blocks is not supported yet; only text, tool_use and tool_result blocks can be '
-        "recorded in this version (messages[1].content[1])",
-        id="document-block",
+        '"search_result" content blocks is not supported yet; only text, image, document, tool_use and '
+        "tool_result blocks can be recorded in this version (messages[1].content[1])",
+        id="search-result-block",
     ),
     pytest.param(
         {
@@ -364,14 +364,18 @@ REQUEST_REFUSALS = [
                 {
                     "role": "user",
                     "content": [
-                        {"type": "tool_result", "tool_use_id": "t", "content": [text("a"), {"type": "image"}]}
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "t",
+                            "content": [text("a"), {"type": "search_result"}],
+                        }
                     ],
                 }
             ]
         },
-        '"image" content is not supported yet; only text content can be recorded in tool results '
-        "in this version (messages[0].content[0].content[1])",
-        id="image-in-tool-result",
+        '"search_result" content is not supported yet; only text and media (image, document, audio, file) '
+        "can be recorded here (messages[0].content[0].content[1])",
+        id="search-result-in-tool-result",
     ),
     pytest.param(
         {"messages": [{"role": "user", "content": [tool_use("t", "f", {})]}]},

@@ -29,6 +29,8 @@ _REPLAY_ID = re.compile(r"blackbox-replay-(\d+)")
 #: Vectors of the original Blackbox (arda-ulas/blackbox) that this project deliberately departs from:
 #: it records and replays streams, so a streaming request normalizes like the same plain request.
 STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-stream"})
+#: It records images as media parts (docs/cassette-format.md#media-parts) where the original refuses them.
+MEDIA_NOW_SUPPORTED = frozenset({"openai-reject-image-part"})
 #: It records provider-defined tools (``builtin`` with their ``settings``), so a server tool is recorded.
 SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
 
@@ -64,6 +66,9 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
         assert given["stream"] is True
         plain = {key: value for key, value in given.items() if key != "stream"}
         assert provider.normalize_request(given, ids) == provider.normalize_request(plain, CallIds())
+    elif vector["name"] in MEDIA_NOW_SUPPORTED:
+        [message] = provider.normalize_request(given, ids)["messages"]
+        assert message["content"] == [{"type": "media", "kind": "image", "url": "x"}]
     elif vector["name"] in SERVER_TOOLS_NOW_SUPPORTED:
         [tool] = provider.normalize_request(given, ids)["tools"]
         assert tool == {"name": "web_search", "description": "", "builtin": "web_search_20250305"}
@@ -149,7 +154,7 @@ def test_provider_names() -> None:
 
 def test_the_superseded_vectors_are_the_stream_refusals() -> None:
     names = {vector["name"] for vector in VECTORS if vector["direction"] == "request_rejected"}
-    assert names >= STREAMING_NOW_SUPPORTED
+    assert names >= STREAMING_NOW_SUPPORTED | MEDIA_NOW_SUPPORTED | SERVER_TOOLS_NOW_SUPPORTED
 
 
 # -- CallIds -----------------------------------------------------------------------------------

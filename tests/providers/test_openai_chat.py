@@ -447,16 +447,20 @@ REQUEST_REFUSALS = [
         id="custom-tool",
     ),
     pytest.param(
-        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-        '"image_url" content is not supported yet; only text content can be recorded in this version',
-        "(messages[0].content[0])",
-        id="image-part",
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x", "y": 1}}]}
+            ]
+        },
+        "the field y of a media block is not supported yet",
+        "(messages[0].content[0].image_url.y)",
+        id="image-part-unknown-field",
     ),
     pytest.param(
-        {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "input_audio"}]}]},
-        '"input_audio" content',
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "video"}]}]},
+        '"video" content',
         "(messages[0].content[1])",
-        id="audio-part",
+        id="video-part",
     ),
     pytest.param(
         {

@@ -210,7 +210,7 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
         _set("/steps/4/payload/messages/1/content/1/type", "image"),
         "/steps/4/payload/messages/1/content/1/type",
         'must be one of "text", "tool_use", "tool_result", "server_tool_use", "server_tool_result", '
-        '"compaction"',
+        '"compaction", "media"',
     ),
     (
         _set("/steps/4/payload/messages/2/content/0/error", "e"),
@@ -454,3 +454,42 @@ def test_fast_check_agrees_with_jsonschema(document: dict[str, Any]) -> None:
 
 def test_fast_check_agrees_on_every_vector(cassette_path: Path) -> None:
     assert schema_module._is_valid_fast(load_trace(cassette_path)) is True
+
+
+_MEDIA_DIGEST = "0" * 64
+
+
+@pytest.mark.parametrize(
+    ("part", "valid"),
+    [
+        (
+            {
+                "type": "media",
+                "kind": "image",
+                "mediaType": "image/png",
+                "sha256": _MEDIA_DIGEST,
+                "byteLength": 3,
+            },
+            True,
+        ),
+        ({"type": "media", "kind": "image", "sha256": _MEDIA_DIGEST, "byteLength": 3, "data": "AAAA"}, True),
+        ({"type": "media", "kind": "document", "url": "https://example.com/a.pdf", "title": "A"}, True),
+        ({"type": "media", "kind": "document", "content": [{"type": "text", "text": "x"}]}, True),
+        ({"type": "media", "kind": "image", "url": "u", "fileId": "f"}, False),  # two sources
+        ({"type": "media", "kind": "image"}, False),  # no source
+        ({"type": "media", "kind": "video", "url": "u"}, False),
+        ({"type": "media", "kind": "image", "sha256": "ABC", "byteLength": 3}, False),
+        ({"type": "media", "kind": "image", "url": "u", "raw": {}}, False),
+    ],
+)
+def test_media_parts_have_one_source_and_only_their_fields(part: dict[str, Any], valid: bool) -> None:
+    """The fast check (compiled from the schema) and jsonschema agree on media parts."""
+    recorder = TraceRecorder("media", 1000)
+    recorder.append("model_input", {"messages": [{"role": "user", "content": [part]}], "tools": []}, 1000)
+    trace = recorder.trace()
+    assert (not list(Draft202012Validator(_schema()).iter_errors(trace))) is valid
+    if valid:
+        validate_schema(trace)
+    else:
+        with pytest.raises(CassetteSchemaError):
+            validate_schema(trace)

@@ -22,6 +22,7 @@ from tests.machine import scaled
 
 from .conftest import FORK_CHILD, FORK_PARENT, TRIAGE, vector
 from .devtools import CHROMIUM, Page, chromium, png_pixels
+from .test_media_page import IMAGE, media, media_run
 from .test_run_page import PAYLOAD, one_round
 
 pytestmark = pytest.mark.skipif(
@@ -160,4 +161,11 @@ def test_a_ten_thousand_step_page_opens_and_stays_responsive(
         )
     assert click_ms < scaled(2000)
     assert browser.evaluate("document.querySelector('#step-9003 details.fold').open") is True
+    assert problems(browser) == []
+
+
+def test_an_inline_image_shows_as_a_thumbnail_the_policy_allows(browser: Page, tmp_path: Path) -> None:
+    open_page(browser, tmp_path, render_run_html(media_run(media(IMAGE, inline=True))))
+    assert browser.evaluate("document.images.length") == 2
+    assert browser.evaluate("Array.from(document.images).map(i => i.naturalWidth)") == [4, 4]
     assert problems(browser) == []

@@ -14,10 +14,12 @@ from typing import Any, Final
 from ...trace.canonical import js_stringify
 from ...trace.model import Message
 from ..common import json_copy, label, malformed, require_object, require_str, unsupported
+from ..media import GEMINI_MEDIA
 
 NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
-#: Part fields that say what a part is; a part holds exactly one of them.
+#: Part fields that say what a part is; a part holds exactly one of them (media only in requests).
 _PART_KINDS: Final = ("text", "functionCall", "functionResponse")
+_REQUEST_KINDS: Final = _PART_KINDS + GEMINI_MEDIA
 #: Part fields that go with any kind and are not recorded (``thought`` parts themselves are dropped).
 _PART_EXTRAS: Final = frozenset({"thought", "thoughtSignature", "thought_signature"})
 _CODE_ADVICE: Final = (
@@ -25,8 +27,8 @@ _CODE_ADVICE: Final = (
 )
 _SERVER_CALL_ADVICE: Final = "server-side tool calls are not recorded; do the work in a wrapped tool"
 _PART_ADVICE: Final = {
-    "inlineData": "only text content can be recorded in this version",
-    "fileData": "only text content can be recorded in this version",
+    "inlineData": "only text output can be recorded in this version",
+    "fileData": "only text output can be recorded in this version",
     "executableCode": _CODE_ADVICE,
     "codeExecutionResult": _CODE_ADVICE,
     "toolCall": _SERVER_CALL_ADVICE,
@@ -73,14 +75,15 @@ def content_parts(content: dict[str, Any], at: str, side: str) -> Iterator[tuple
 
 
 def _part_kind(part: dict[str, Any], at: str, side: str) -> str | None:
+    known = _REQUEST_KINDS if side == "request" else _PART_KINDS
     for key, value in part.items():
-        if value is not None and key not in _PART_KINDS and key not in _PART_EXTRAS:
+        if value is not None and key not in known and key not in _PART_EXTRAS:
             unsupported(f"{label(key)} parts", _PART_ADVICE.get(key, _OTHER_PART_ADVICE), f"{at}.{key}")
     if part.get("thought") is True:
         return None
-    kinds = [key for key in _PART_KINDS if part.get(key) is not None]
+    kinds = [key for key in known if part.get(key) is not None]
     if len(kinds) > 1:
-        malformed(at, "a part with one of text, functionCall and functionResponse", side)
+        malformed(at, f"a part with one of {', '.join(known)}", side)
     return kinds[0] if kinds else None
 
 

@@ -22,6 +22,7 @@ from ..common import (
     tool_definition,
     unsupported,
 )
+from ..media import GEMINI_MEDIA, gemini_media, message_content
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call, wire_field
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``toolConfig``,
@@ -42,6 +43,7 @@ _PARAMS: Final = (
 )
 #: The structured-output fields, recorded together as ``params.responseFormat``.
 _RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
+_MODEL_ADVICE: Final = "a model content is recorded as its text and function calls"
 _TEXT_OUTPUT_ADVICE: Final = "only text output can be recorded in this version"
 _SERVER_TOOL_ADVICE: Final = (
     "only function declarations (client-executed tools) can be recorded in this version; "
@@ -137,9 +139,10 @@ def _model_turn(
                 call_id = ids.neutral(key, name)
                 calls.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
             else:
+                home = "function responses belong in user contents"
                 unsupported(
-                    "a functionResponse part in a model content",
-                    "function responses belong in user contents",
+                    f"a {kind} part in a model content",
+                    home if kind == "functionResponse" else _MODEL_ADVICE,
                     where,
                 )
     text = "".join(texts)
@@ -154,7 +157,8 @@ def _model_turn(
 def _user_turn(
     members: list[tuple[str, dict[str, Any]]], ids: CallIds, answerable: list[_OpenCall]
 ) -> Message:
-    """A user message: its text (parts joined with a blank line), or its parts when it answers calls."""
+    """A user message: its text (parts joined with a blank line), or its parts when it answers calls
+    or holds media."""
     parts: list[dict[str, Any]] = []
     for at, content in members:
         for where, kind, value in content_parts(content, at, "request"):
@@ -162,13 +166,13 @@ def _user_turn(
                 parts.append({"type": "text", "text": value})
             elif kind == "functionResponse":
                 parts.append(_tool_result(value, f"{where}.functionResponse", ids, answerable))
+            elif kind in GEMINI_MEDIA:
+                parts.append(gemini_media(kind, value, where))
             else:
                 unsupported(
                     "a functionCall part in a user content", "function calls belong in model contents", where
                 )
-    if all(part["type"] == "text" for part in parts):
-        return {"role": "user", "content": "\n\n".join(part["text"] for part in parts)}
-    return {"role": "user", "content": parts}
+    return {"role": "user", "content": message_content(parts)}
 
 
 def _tool_result(value: Any, at: str, ids: CallIds, answerable: list[_OpenCall]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from ..common import (
     unsupported,
 )
 from ..content import builtin_tool
+from ..media import RESPONSES_MEDIA, responses_media, text_or_media
 from ..responses_content import SERVER_ITEMS, server_part
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
@@ -147,6 +148,11 @@ def _lifted_controls(request: dict[str, Any], tools: list[Any]) -> dict[str, Any
     }
 
 
+def _media(content: Any, at: str) -> str | list[dict[str, Any]]:
+    """A user message's content or a function call's output: its text, or its text and media parts."""
+    return text_or_media(content, at, _content_text, responses_media, RESPONSES_MEDIA, _TEXT_PARTS)
+
+
 def _content_text(content: Any, at: str) -> str:
     """Message content as text: text parts joined with a blank line, nothing else accepted."""
     if content is None:
@@ -217,11 +223,10 @@ class _Transcript:
         self._close_assistant()
         self._results = None
         role = item.get("role")
-        text = _content_text(item.get("content"), f"{at}.content")
         if role == "user":
-            self._messages.append({"role": "user", "content": text})
+            self._messages.append({"role": "user", "content": _media(item.get("content"), f"{at}.content")})
         elif role == "assistant":
-            self._text = text
+            self._text = _content_text(item.get("content"), f"{at}.content")
         elif role in _INSTRUCTION_ROLES:
             unsupported(
                 f"a {role} message after the conversation starts",
@@ -249,8 +254,8 @@ class _Transcript:
         output = item.get("output")
         if not isinstance(output, (str, list)):
             malformed(f"{at}.output", "a string or a list of content parts")
-        text = _content_text(output, f"{at}.output")
-        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
+        result = _media(output, f"{at}.output")
+        return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": result}
 
     def _close_assistant(self) -> None:
         if self._text is None:

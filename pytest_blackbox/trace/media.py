@@ -1,0 +1,123 @@
+"""Media parts of a ``model_input``: finding them, and the form a cassette or a comparison keeps.
+
+A media part (``{"type": "media", "kind", …}``) stands for an image, document, audio clip or file a
+request sent. Its ``data`` (the bytes, base64) is optional: a cassette recorded with ``media="digest"``
+keeps only ``sha256`` and ``byteLength``, so requests are compared by digest, whichever way each side
+was recorded. See docs/cassette-format.md#media-parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final, TypeGuard, TypeVar, cast
+
+__all__ = ["MEDIA_PART", "is_part_list", "media_parts", "message_parts", "without_bytes"]
+
+#: The ``type`` of a media part.
+MEDIA_PART: Final = "media"
+P = TypeVar("P")
+
+
+def message_parts(payload: Any) -> Iterator[dict[str, Any]]:
+    """Every message part of a ``model_input`` payload, in order, with the parts nested in a tool
+    result's content list and in a content document."""
+    if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
+        for message in payload["messages"]:
+            if isinstance(message, dict):
+                yield from _walk(message.get("content"))
+
+
+def media_parts(payload: Any) -> list[dict[str, Any]]:
+    """Every media part of a ``model_input`` payload, in order."""
+    return [part for part in message_parts(payload) if part.get("type") == MEDIA_PART]
+
+
+def without_bytes(payload: P) -> P:
+    """The payload with every media part's ``data`` left out: what a digest cassette holds and what a
+    replay compares. The payload itself is returned when it has no bytes to leave out (so a text-only
+    request is never copied); otherwise only the objects on the way to a media part are copied.
+
+    Each message is looked at once: a session hands the same normalized message object to every
+    request that repeats it (``CallIds.normalized``), so a long conversation is not walked again on
+    every call.
+    """
+    if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
+        return payload
+    messages = payload["messages"]
+    stripped = [_stripped_message(message) for message in messages]
+    if all(new is old for new, old in zip(stripped, messages, strict=True)):
+        return payload
+    return cast(P, {**payload, "messages": stripped})
+
+
+#: Messages already looked at, by identity (kept alive with them): ``id → (message, stripped)``.
+_SEEN: dict[int, tuple[Any, Any]] = {}
+_SEEN_MAX: Final = 16384
+
+
+def _stripped_message(message: Any) -> Any:
+    entry = _SEEN.get(id(message))
+    if entry is not None and entry[0] is message:
+        return entry[1]
+    content = message.get("content") if isinstance(message, dict) else None
+    new = _strip_list(content)
+    result = message if new is None else {**message, "content": new}
+    if isinstance(content, list):  # a string content is cheaper to look at than to remember
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        _SEEN[id(message)] = (message, result)
+    return result
+
+
+def is_part_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:
+    """Whether a tool result's value is text and media parts (its content held media) rather than a
+    value of the tool's own: a list of ``text`` and ``media`` parts with at least one ``media``."""
+    if not isinstance(value, list):
+        return False
+    types = [item.get("type") if isinstance(item, dict) else None for item in value]
+    return MEDIA_PART in types and all(kind in ("text", MEDIA_PART) for kind in types)
+
+
+def _children(part: dict[str, Any]) -> Any:
+    """The list of parts inside a part: a tool result's mixed content, a document's content blocks."""
+    if part.get("type") == "tool_result":
+        result = part.get("result")
+        return result if is_part_list(result) else None
+    if part.get("type") == MEDIA_PART:
+        return part.get("content")
+    return None
+
+
+def _walk(parts: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict):
+                yield part
+                yield from _walk(_children(part))
+
+
+def _strip_list(parts: Any) -> list[Any] | None:
+    """A copy of a parts list without bytes, or ``None`` when nothing in it had any."""
+    if not isinstance(parts, list):
+        return None
+    result: list[Any] | None = None
+    for position, part in enumerate(parts):
+        new = _strip_part(part) if isinstance(part, dict) else None
+        if new is not None:
+            if result is None:
+                result = list(parts)
+            result[position] = new
+    return result
+
+
+def _strip_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    inner = _strip_list(_children(part))
+    if part.get("type") != MEDIA_PART or "data" not in part:
+        if inner is None:
+            return None
+        key = "result" if part.get("type") == "tool_result" else "content"
+        return {**part, key: inner}
+    new = {key: value for key, value in part.items() if key != "data"}
+    if inner is not None:
+        new["content"] = inner
+    return new
