@@ -9,7 +9,8 @@ The conversion is this project's equivalent of ``JSON.stringify``:
 
 - ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool``, ``None`` map to
   JSON; integral floats become integers (JavaScript has one number type) and integers beyond 2**53
-  become the double a cassette stores; subclasses of these types (``IntEnum``, ``OrderedDict``,
+  become the double a cassette stores; an object's array-index keys (``"2024"``) move first, in
+  ascending order, as JavaScript orders them; subclasses of these types (``IntEnum``, ``OrderedDict``,
   named tuples) become the plain type;
 - pydantic models (``model_dump(mode="json")``), dataclasses, enums (their value), ``datetime`` /
   ``date`` / ``time`` (ISO 8601), ``UUID`` and paths (their string) convert as their JSON form;
@@ -29,7 +30,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import BlackboxUnsupportedError
-from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_number, nested_too_deeply
+from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_keys, js_number, nested_too_deeply
 from ..trace.errors import CanonicalJSONError
 
 __all__ = ["to_json_value"]
@@ -100,7 +101,7 @@ _VALUE_NESTING = MAX_NESTING - 3
 
 
 def to_json_value(value: Any, where: str = "a tool value") -> Any:
-    """Convert ``value`` to plain JSON data (insertion order kept), or refuse it; a value nested so
+    """Convert ``value`` to plain JSON data in the cassette's key order, or refuse it; a value nested so
     deep that its step would break the cassette's nesting limit is refused while recording, since
     verify, loading and replay would refuse the cassette."""
     try:
@@ -114,7 +115,12 @@ def to_json_value(value: Any, where: str = "a tool value") -> Any:
 
 
 def _convert(value: Any, where: str) -> Any:
-    """Convert ``value`` to plain JSON data (insertion order kept), or refuse it."""
+    """Convert ``value`` to plain JSON data, or refuse it.
+
+    Object keys keep their insertion order, except that array-index keys (``"2024"``) come first in
+    ascending order, as JavaScript orders them and a cassette stores them: the value recording hands
+    the agent is the one a replay will hand it, key order included.
+    """
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -129,7 +135,8 @@ def _convert(value: Any, where: str) -> Any:
             if not isinstance(key, str):
                 raise _refuse(key, f"the keys of {where}", "JSON object keys are strings")
             out[key] = _convert(item, where)
-        return out
+        keys = js_keys(out)
+        return out if keys == list(out) else {key: out[key] for key in keys}
     if isinstance(value, (list, tuple)):
         return [_convert(item, where) for item in value]
     return _convert_known(value, where)

@@ -90,6 +90,12 @@ _STOP_REASONS: Final[dict[str | None, Stop | None]] = {
     "max_tokens": "length",
     "refusal": "refusal",
     "pause_turn": "pause",
+    "stop_sequence": "stopSequence",
+    "model_context_window_exceeded": "contextWindow",
+}
+#: Neutral stop → the ``stop_reason`` a replay sends (any other stop ends the turn as usual).
+_REPLAYED_STOPS: Final[dict[str, str]] = {
+    stop: reason for reason, stop in _STOP_REASONS.items() if stop is not None and reason is not None
 }
 
 
@@ -264,25 +270,17 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     for field in ("stop_details", "container"):
         if response.get(field) is not None:
             unsupported(f"{field} in a response", _NOT_RECORDED, field)
-    return ordered_output(neutral_parts(blocks, ids, "content"), stop)
+    output = ordered_output(neutral_parts(blocks, ids, "content"), stop)
+    if stop == "stopSequence" and output["type"] == "final_answer":
+        output["stopSequence"] = require_str(response.get("stop_sequence"), "stop_sequence", "response")
+    return output
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
-    if reason == "refusal" and has_calls:
+    if has_calls and reason in ("refusal", "stop_sequence", "model_context_window_exceeded"):
         unsupported(
-            "a refusal together with tool calls", "a replay returns a refusal as text alone", "stop_reason"
-        )
-    if reason == "stop_sequence":
-        unsupported(
-            "stop_reason stop_sequence",
-            "the matched sequence is not recorded and a replay would return end_turn; "
-            "leave stop_sequences out",
-            "stop_reason",
-        )
-    if reason == "model_context_window_exceeded":
-        unsupported(
-            "stop_reason model_context_window_exceeded",
-            "a replay would return max_tokens; shorten the conversation",
+            f"stop_reason {reason} together with tool calls",
+            "a replay returns this stop with text alone",
             "stop_reason",
         )
     if not isinstance(reason, (str, type(None))) or reason not in _STOP_REASONS:
@@ -309,8 +307,10 @@ def synthesize_response(
         "role": "assistant",
         "model": model if model is not None else "unknown",
         "content": content,
-        "stop_reason": _stop_reason(recorded.stop, has_calls=recorded.has_calls),
-        "stop_sequence": None,
+        "stop_reason": _REPLAYED_STOPS.get(
+            recorded.stop or "", "tool_use" if recorded.has_calls else "end_turn"
+        ),
+        "stop_sequence": recorded.stop_sequence,
         "stop_details": None,
         "container": None,
         "diagnostics": None,
@@ -326,14 +326,6 @@ def synthesize_response(
             "output_tokens_details": None,
         },
     }
-
-
-def _stop_reason(stop: str | None, *, has_calls: bool) -> str:
-    if stop == "length":
-        return "max_tokens"
-    if stop in ("refusal", "pause"):
-        return "refusal" if stop == "refusal" else "pause_turn"
-    return "tool_use" if has_calls else "end_turn"
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -467,7 +459,11 @@ def synthesize_stream(
     events = [_event("message_start", message=start), _event("ping")]
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block))
-    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None, "stop_details": None}
+    stop = {
+        "stop_reason": message["stop_reason"],
+        "stop_sequence": message["stop_sequence"],
+        "stop_details": None,
+    }
     events.append(_event("message_delta", delta=stop, usage={"output_tokens": 0}))
     events.append(_event("message_stop"))
     return events

@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn, TypeVar
+from typing import Any, Final, Literal, NoReturn, TypeVar, get_args
 
 from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_stringify
@@ -26,6 +26,7 @@ from ..trace.model import (
     FinalAnswer,
     Message,
     ModelInput,
+    Omitted,
     Stop,
     ToolCallRef,
     ToolCallsOutput,
@@ -33,7 +34,9 @@ from ..trace.model import (
 )
 
 __all__ = [
+    "OMITTABLE",
     "OUTPUT_PARTS",
+    "STOPS",
     "CallIds",
     "ReplayOutput",
     "arguments_text",
@@ -56,6 +59,11 @@ __all__ = [
     "tool_definition",
     "unsupported",
 ]
+
+#: The neutral names a ``model_output``'s ``omitted`` may hold (``Omitted`` in the trace model).
+OMITTABLE: Final[tuple[str, ...]] = get_args(Omitted)
+#: Every neutral stop (``Stop`` in the trace model); a ``tool_calls`` output allows only ``length``.
+STOPS: Final[tuple[str, ...]] = get_args(Stop)
 
 #: 2**53: JavaScript reads larger integers as the nearest double.
 _SAFE_INT: Final = 9007199254740992
@@ -422,11 +430,13 @@ def tool_calls_output(calls: list[ToolCallRef], text: str, stop: Literal["length
     return output
 
 
-def final_answer(text: str, stop: Stop | None) -> FinalAnswer:
-    """A ``final_answer`` output, ``stop`` only when set."""
+def final_answer(text: str, stop: Stop | None, stop_sequence: str | None = None) -> FinalAnswer:
+    """A ``final_answer`` output, ``stop`` only when set, ``stopSequence`` with a ``stopSequence`` stop."""
     output: FinalAnswer = {"type": "final_answer", "text": text}
     if stop is not None:
         output["stop"] = stop
+    if stop_sequence is not None:
+        output["stopSequence"] = stop_sequence
     return output
 
 
@@ -440,6 +450,14 @@ class ReplayOutput:
     #: Every part in the order a replay gives them back: the recorded ``content``, else the text
     #: (when there is any) then the calls.
     parts: list[dict[str, Any]]
+    #: The recorded moderation result (camelCase), when the response had one.
+    moderation: dict[str, Any] | None = None
+    #: The neutral names of wire fields the response left out (see ``providers.envelope``).
+    omitted: frozenset[str] = frozenset()
+    #: The stop sequence that ended the answer (with ``stop == "stopSequence"``).
+    stop_sequence: str | None = None
+    #: The recorded token log probabilities of the text (camelCase), when the response had them.
+    logprobs: list[Any] | None = None
 
     @property
     def has_calls(self) -> bool:
@@ -458,7 +476,7 @@ def read_output(output: Any) -> ReplayOutput:
         text = output.get("text")
         if not isinstance(text, str):
             _bad_output("is a final_answer without a string text")
-        return _replay_output(output, [], text, _stop(output, ("length", "refusal", "pause")))
+        return _replay_output(output, [], text, _stop(output, STOPS))
     if kind == "tool_call":
         return _replay_output(output, [_call(output)], "", None)
     if kind == "tool_calls":
@@ -478,7 +496,8 @@ def _replay_output(
     content = output.get("content")
     if content is None:
         parts = [{"type": "text", "text": text}] if text else []
-        return ReplayOutput(calls, text, stop, parts + [{"type": "tool_use", **call} for call in calls])
+        parts += [{"type": "tool_use", **call} for call in calls]
+        return ReplayOutput(calls, text, stop, parts, **_envelope(output))
     if not isinstance(content, list):
         _bad_output("has a content that is not a list")
     parts = [_output_part(part) for part in content]
@@ -489,7 +508,7 @@ def _replay_output(
     ]
     if uses != calls:
         _bad_output("has a content whose tool_use parts are not its calls")
-    return ReplayOutput(calls, text, stop, parts)
+    return ReplayOutput(calls, text, stop, parts, **_envelope(output))
 
 
 def _output_part(part: Any) -> dict[str, Any]:
@@ -521,6 +540,28 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
     if stop is not None and stop not in allowed:
         _bad_output(f"has stop {label(stop)} (a {output['type']} output allows only {' or '.join(allowed)})")
     return stop
+
+
+def _envelope(output: dict[str, Any]) -> dict[str, Any]:
+    """The optional fields of an output beyond text, calls and stop (``ReplayOutput``'s keywords)."""
+    moderation, omitted = output.get("moderation"), output.get("omitted", [])
+    sequence, logprobs = output.get("stopSequence"), output.get("logprobs")
+    if moderation is not None and not isinstance(moderation, dict):
+        _bad_output("has a moderation that is not a JSON object")
+    if logprobs is not None and not isinstance(logprobs, list):
+        _bad_output("has logprobs that are not a list")
+    if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
+        _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
+    if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(
+        sequence, (str, type(None))
+    ):
+        _bad_output('has a stopSequence without stop "stopSequence", or the other way round')
+    return {
+        "moderation": moderation,
+        "omitted": frozenset(omitted),
+        "stop_sequence": sequence,
+        "logprobs": logprobs,
+    }
 
 
 def _bad_output(problem: str) -> NoReturn:

@@ -5,10 +5,10 @@ prompt, the rest neutral messages (consecutive ``tool`` messages grouped into on
 results), function tools neutral tool definitions, and the behaviour controls ``params``. A response
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
-Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names,
-logprobs, a content-filtered stop, …) are refused with a ``BlackboxUnsupportedError`` naming the
-field, never recorded or replayed altered. Strict function tools are recorded in ``params.toolStrict``
-rather than refused: agent frameworks send them by default.
+Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, …) are
+refused with a ``BlackboxUnsupportedError`` naming the field, never recorded or replayed altered.
+Strict function tools are recorded in ``params.toolStrict`` rather than refused: agent frameworks
+send them by default.
 
 See docs/providers.md#openai-chat-completions.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ..trace.model import Message, ModelInput, ModelOutput, ToolCallRef, ToolDefinition
+from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
     arguments_text,
@@ -31,7 +31,6 @@ from .common import (
     model_input,
     parse_arguments,
     pick_params,
-    present,
     read_output,
     require_object,
     require_str,
@@ -40,6 +39,7 @@ from .common import (
     unsupported,
 )
 from .content import nested_citations_of, nested_wire, ordered_output, text_part
+from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
@@ -87,6 +87,7 @@ _PARAMS: Final = (
     ("prediction", "prediction"),
     ("modalities", "modalities"),
     ("web_search_options", "webSearchOptions"),
+    ("moderation", "moderation"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -96,8 +97,10 @@ _AUDIO_ADVICE: Final = "request text output; audio cannot be recorded in this ve
 _TEXT_ADVICE: Final = "only text content can be recorded in this version"
 _REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this version"
-_NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
-_FINISH_REASONS: Final = (None, "stop", "length", "tool_calls")
+_FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
+#: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
+_STOPS: Final[dict[str, Stop]] = {"length": "length", "content_filter": "contentFilter"}
+_REPLAYED_STOPS: Final[dict[str, str]] = {stop: reason for reason, stop in _STOPS.items()}
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -312,14 +315,16 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     ]
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
-    stop: Literal["length"] | None = "length" if finish == "length" else None
+    stop = _STOPS.get(finish) if isinstance(finish, str) else None
+    envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
-        return ordered_output([text_part(text, citations), *uses], stop)
+        return with_envelope(ordered_output([text_part(text, citations), *uses], stop), **envelope)
     if calls:
-        return tool_calls_output(_neutral_calls(calls, ids), text, stop)
-    return final_answer(text, "refusal" if refusal is not None else stop)
+        calls_stop: Literal["length"] | None = "length" if stop == "length" else None
+        return with_envelope(tool_calls_output(_neutral_calls(calls, ids), text, calls_stop), **envelope)
+    return with_envelope(final_answer(text, "refusal" if refusal is not None else stop), **envelope)
 
 
 def _neutral_calls(calls: list[tuple[str, str, Any]], ids: CallIds) -> list[ToolCallRef]:
@@ -334,12 +339,6 @@ def _neutral_calls(calls: list[tuple[str, str, Any]], ids: CallIds) -> list[Tool
 
 
 def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) -> None:
-    if finish == "content_filter":
-        unsupported(
-            "a response stopped by the content filter (finish_reason content_filter)",
-            "a replay would return it as a normal stop",
-            "choices[0].finish_reason",
-        )
     if finish == "function_call" or message.get("function_call") is not None:
         unsupported("a legacy function_call response", _LEGACY_ADVICE, "choices[0].message.function_call")
     if finish not in _FINISH_REASONS:
@@ -348,8 +347,6 @@ def _check_choice(choice: dict[str, Any], message: dict[str, Any], finish: Any) 
         )
     if message.get("audio") is not None:
         unsupported("audio in a response", _AUDIO_ADVICE, "choices[0].message.audio")
-    if present(choice.get("logprobs")):
-        unsupported("logprobs in a response", f"leave logprobs off; {_NOT_RECORDED}", "choices[0].logprobs")
 
 
 def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) -> str:
@@ -381,7 +378,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
                 "let the model choose the tool (tool_choice auto or required)",
                 "choices[0].finish_reason",
             )
-    elif content is None:
+    elif content is None and finish != "content_filter":  # a filtered answer may have no content
         unsupported(
             "a response with no content, tool calls or refusal",
             "a replay would return empty-string content",
@@ -409,7 +406,7 @@ def synthesize_response(
     elif recorded.has_calls:
         content = recorded.text or None
     else:
-        content = recorded.text
+        content = recorded.text if recorded.text or recorded.stop != "contentFilter" else None
     message: dict[str, Any] = {
         "role": "assistant",
         "content": content,
@@ -428,15 +425,19 @@ def synthesize_response(
             }
             for call in recorded.calls
         ]
-    finish = "length" if recorded.stop == "length" else "tool_calls" if recorded.has_calls else "stop"
-    return {
+    finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
+    logprobs = chat_logprobs_wire(recorded.logprobs)
+    completion = {
         "id": f"blackbox-replay-{output_index}",
         "object": "chat.completion",
         "created": int(timestamp // 1000),
         "model": model if model is not None else "unknown",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
+    if recorded.moderation is not None:
+        completion["moderation"] = wire_json(recorded.moderation)
+    return completion
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -472,7 +473,7 @@ class _CompletionCollector:
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: Any = None
         self._logprobs: Any = None
-        self._usage: Any = None
+        self._tail: dict[str, Any] = {}  # usage and moderation, from the chunks after the choices
 
     def add(self, chunk: dict[str, Any], position: int) -> None:
         if chunk.get("error") is not None:
@@ -481,8 +482,7 @@ class _CompletionCollector:
             stream_problem(f"reported an error ({label(error_type)}) at event {position}")
         if self._head is None:
             self._head = {key: chunk[key] for key in _CHUNK_HEAD if chunk.get(key) is not None}
-        if chunk.get("usage") is not None:
-            self._usage = chunk["usage"]
+        self._tail.update((key, chunk[key]) for key in ("usage", "moderation") if chunk.get(key) is not None)
         for choice in list_field(chunk, "choices", "response"):
             self._choice(require_object(choice, "choices[0]", "response"), position)
 
@@ -491,8 +491,7 @@ class _CompletionCollector:
             unsupported("several choices in a stream", "request one choice per call", f"event {position}")
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
-        if choice.get("logprobs") is not None:
-            self._logprobs = choice["logprobs"]
+        self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))
         delta = require_object(choice.get("delta") or {}, "choices[0].delta", "response")
         for key, value in delta.items():
             if key in ("content", "refusal") and isinstance(value, str):
@@ -527,10 +526,7 @@ class _CompletionCollector:
         if self._calls:
             message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]
         choice = {"index": 0, "message": message, "finish_reason": self._finish, "logprobs": self._logprobs}
-        completion = {**self._head, "object": "chat.completion", "choices": [choice]}
-        if self._usage is not None:
-            completion["usage"] = self._usage
-        return completion
+        return {**self._head, "object": "chat.completion", "choices": [choice], **self._tail}
 
 
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
@@ -549,7 +545,8 @@ def synthesize_stream(
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
     refusal) in fixed-size pieces, each tool call's id and name and then its arguments in pieces, a
     chunk with the finish reason (and the annotations, when there are some), the usage chunk when
-    the request's ``stream_options`` asks for it, and ``data: [DONE]``.
+    the request's ``stream_options`` asks for it, the moderation chunk when one was recorded, and
+    ``data: [DONE]``.
     """
     completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
     head = {
@@ -561,8 +558,8 @@ def synthesize_stream(
     choice = completion["choices"][0]
     message = choice["message"]
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": logprobs}]
         return encode_event(None, {**head, "choices": choices})
 
     refused = message["refusal"] is not None
@@ -573,7 +570,8 @@ def synthesize_stream(
     }
     chunks = [chunk(opening)]
     key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
-    chunks.extend(chunk({key: piece}) for piece in pieces(text))
+    logprobs = choice["logprobs"]  # all of them with the first piece
+    chunks.extend(chunk({key: bit}, logprobs=None if n else logprobs) for n, bit in enumerate(pieces(text)))
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         first = {"index": index, "id": call["id"], "type": "function"}
@@ -591,6 +589,8 @@ def synthesize_stream(
     )
     if _includes_usage(request_body):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
+    if "moderation" in completion:
+        chunks.append(encode_event(None, {**head, "choices": [], "moderation": completion["moderation"]}))
     chunks.append(encode_event(None, "[DONE]"))
     return chunks
 

@@ -3,6 +3,6 @@
 See docs/fake-provider.md.
 """
 
-from .fake_provider import FakeProvider, ReceivedRequest, Responder, ScriptedResponse
+from .fake_provider import Envelope, FakeProvider, ReceivedRequest, Responder, ScriptedResponse
 
-__all__ = ["FakeProvider", "ReceivedRequest", "Responder", "ScriptedResponse"]
+__all__ = ["Envelope", "FakeProvider", "ReceivedRequest", "Responder", "ScriptedResponse"]

@@ -101,24 +101,60 @@ class ModelInput(_ModelInputFields, total=False):
     params: dict[str, Any]
 
 
-#: Why a model output stopped, when it is not the ordinary end of its turn (``pause``: the provider
-#: paused a long turn of provider-run tools, and the agent sends it back to go on).
-Stop = Literal["length", "refusal", "pause"]
+#: Why a model output stopped, when it is not the ordinary end of its turn. ``length`` and ``refusal``
+#: are the original Blackbox's; the others are this project's (see docs/cassette-format.md); ``pause``:
+#: the provider paused a long turn of provider-run tools, and the agent sends it back to go on.
+Stop = Literal[
+    "length",
+    "refusal",
+    "pause",
+    "stopSequence",
+    "contextWindow",
+    "contentFilter",
+    "recitation",
+    "blocklist",
+    "prohibitedContent",
+    "personalData",
+    "language",
+    "malformedCall",
+    "unexpectedCall",
+    "tooManyCalls",
+    "other",
+]
 
 
-class _FinalAnswerFields(TypedDict):
+#: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
+Omitted = Literal["candidateIndex", "textLogprobs"]
+
+
+class _Envelope(TypedDict, total=False):
+    """What a response carries besides its text and calls, present only when the response had it.
+
+    ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
+    ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
+    ``omitted`` names wire fields this response left out, so a replay leaves them out too.
+    """
+
+    moderation: dict[str, Any]
+    logprobs: list[dict[str, Any]]
+    omitted: list[Omitted]
+
+
+class _FinalAnswerFields(_Envelope):
     type: Literal["final_answer"]
     text: str
 
 
 class FinalAnswer(_FinalAnswerFields, total=False):
-    """A ``model_output`` that ends the model's turn with text; ``content`` keeps its parts in order."""
+    """A ``model_output`` that ends the model's turn with text; ``content`` keeps its parts in order;
+    ``stopSequence`` is the stop sequence that ended it (with ``stop: "stopSequence"``)."""
 
     stop: Stop
     content: list[dict[str, Any]]
+    stopSequence: str
 
 
-class _ToolCallsFields(TypedDict):
+class _ToolCallsFields(_Envelope):
     type: Literal["tool_calls"]
     calls: list[ToolCallRef]
 

@@ -144,3 +144,11 @@ def test_a_value_too_deep_for_the_cassette_is_refused_while_recording(depth: int
 
 def test_a_value_just_within_the_limit_converts() -> None:
     assert to_json_value(_nested(MAX_NESTING - 3)) == _nested(MAX_NESTING - 3)
+
+
+def test_array_index_keys_come_first_as_the_cassette_stores_them() -> None:
+    value = {"city": "Paris", "2024": "hot", "10": 1, "2": 2, "02": 3, "nested": {"b": 1, "7": 2}}
+    converted = to_json_value(value)
+    assert list(converted) == ["2", "10", "2024", "city", "02", "nested"]
+    assert list(converted["nested"]) == ["7", "b"]
+    assert list(to_json_value({"b": 1, "a": 2})) == ["b", "a"]

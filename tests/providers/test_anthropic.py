@@ -477,16 +477,16 @@ def test_null_citations_stop_details_and_container_are_accepted() -> None:
 
 RESPONSE_REFUSALS = [
     pytest.param(
-        response([text("A")], "stop_sequence", stop_sequence="END"),
-        "stop_reason stop_sequence",
+        response([tool_use("toolu_X", "f", {})], "stop_sequence", stop_sequence="END"),
+        "stop_reason stop_sequence together with tool calls",
         "(stop_reason)",
-        id="stop-sequence",
+        id="stop-sequence-with-calls",
     ),
     pytest.param(
-        response([text("A")], "model_context_window_exceeded"),
-        "stop_reason model_context_window_exceeded",
+        response([tool_use("toolu_X", "f", {})], "model_context_window_exceeded"),
+        "stop_reason model_context_window_exceeded together with tool calls",
         "(stop_reason)",
-        id="context-window",
+        id="context-window-with-calls",
     ),
     pytest.param(
         response([text("A")], "brand_new"), 'stop_reason "brand_new"', "(stop_reason)", id="unknown-stop"
@@ -502,7 +502,7 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         response([tool_use("toolu_X", "f", {})], "refusal"),
-        "a refusal together with tool calls",
+        "stop_reason refusal together with tool calls",
         "(stop_reason)",
         id="refusal-with-calls",
     ),

@@ -621,7 +621,10 @@ def test_text_parts_join_as_the_sdk_joins_them_and_thoughts_are_dropped() -> Non
 
 @pytest.mark.parametrize(
     "candidate",
-    [{"finishReason": "STOP", "index": 0}, {"content": {"role": "model"}, "finishReason": "STOP"}],
+    [
+        {"finishReason": "STOP", "index": 0},
+        {"content": {"role": "model"}, "finishReason": "STOP", "index": 0},
+    ],
     ids=["no-content", "no-parts"],
 )
 def test_no_text_at_all_is_an_empty_final_answer(candidate: dict[str, Any]) -> None:
@@ -660,16 +663,16 @@ def test_unrecorded_response_metadata_is_ignored() -> None:
 
 RESPONSE_REFUSALS = [
     pytest.param(
-        response(text("x"), finish="RECITATION"),
-        'finishReason "RECITATION"',
+        response(text("x"), finish="IMAGE_SAFETY"),
+        'finishReason "IMAGE_SAFETY"',
         "(finishReason)",
-        id="recitation",
+        id="image-safety",
     ),
     pytest.param(
         response(call("f", {}), finish="MALFORMED_FUNCTION_CALL"),
-        'finishReason "MALFORMED_FUNCTION_CALL"',
+        'finishReason "MALFORMED_FUNCTION_CALL" together with function calls',
         "(finishReason)",
-        id="malformed-call",
+        id="malformed-call-with-calls",
     ),
     pytest.param(response(text("x"), finish=None), "finishReason null", "(finishReason)", id="no-finish"),
     pytest.param(
@@ -680,7 +683,7 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         response(call("f", {}), finish="SAFETY"),
-        "finishReason SAFETY together with function calls",
+        'finishReason "SAFETY" together with function calls',
         "(finishReason)",
         id="safety-with-calls",
     ),

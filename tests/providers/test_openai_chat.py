@@ -564,10 +564,17 @@ RESPONSE_REFUSALS = [
         {"choices": [{"finish_reason": "stop"}]}, "choices[0].message must be a JSON object", id="no-message"
     ),
     pytest.param(
-        completion({"content": "partial"}, "content_filter"),
-        "a response stopped by the content filter (finish_reason content_filter) is not supported yet; "
-        "a replay would return it as a normal stop (choices[0].finish_reason)",
-        id="content-filter",
+        completion(
+            {
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            "content_filter",
+        ),
+        'tool calls with finish_reason "content_filter"',
+        id="content-filter-with-calls",
     ),
     pytest.param(
         completion({"function_call": {"name": "f", "arguments": "{}"}}, "function_call"),
@@ -587,10 +594,11 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         completion(
-            {"content": "hi"}, logprobs={"content": [{"token": "hi", "logprob": -0.1}], "refusal": None}
+            {"content": None, "refusal": "no"},
+            logprobs={"content": None, "refusal": [{"token": "no", "logprob": -0.1}]},
         ),
-        "logprobs in a response is not supported yet; leave logprobs off",
-        id="logprobs",
+        "logprobs of a refusal is not supported yet",
+        id="refusal-logprobs",
     ),
     pytest.param(
         completion({"content": "hi", "annotations": [{"type": "url_citation", "url": "u"}]}),

@@ -394,7 +394,7 @@ def output_message(*parts: dict[str, Any], status: str = "completed") -> dict[st
 
 
 def output_text(text: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], **fields}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": [], **fields}
 
 
 def test_text_is_a_final_answer_and_reasoning_and_empty_parts_are_dropped() -> None:
@@ -459,16 +459,16 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
     [
         pytest.param(
             live_response([], status="failed", error={"code": "server_error"}),
-            'a response with status "failed" is not supported yet; only completed responses, or ones cut at '
-            "max_output_tokens, can be recorded (status)",
+            'a response with status "failed" is not supported yet; only completed responses, or incomplete '
+            "ones cut at max_output_tokens or by the content filter, can be recorded (status)",
             id="failed",
         ),
         pytest.param(live_response([], status="in_progress"), "(status)", id="in-progress"),
         pytest.param(
-            live_response([], status="incomplete", incomplete_details={"reason": "content_filter"}),
-            "a response stopped by the content filter is not supported yet; a replay would return it as a "
-            "normal stop (incomplete_details.reason)",
-            id="content-filter",
+            live_response([], status="incomplete", incomplete_details={"reason": "recitation"}),
+            'an incomplete response with reason "recitation" is not supported yet; a replay could not return '
+            "it (incomplete_details.reason)",
+            id="other-incomplete-reason",
         ),
         pytest.param(
             live_response([], status="incomplete", incomplete_details=None),
@@ -503,9 +503,9 @@ def test_an_incomplete_response_at_max_output_tokens_is_a_length_stop(with_calls
             id="annotations",
         ),
         pytest.param(
-            live_response([output_message(output_text("x", logprobs=[{"token": "x"}]))]),
-            "logprobs in a response is not supported yet; leave them out of include",
-            id="logprobs",
+            live_response([output_message(output_text("x", logprobs={"token": "x"}))]),
+            "output[0].content[0].logprobs must be a list or null",
+            id="logprobs-not-a-list",
         ),
         pytest.param(
             live_response([{"type": "computer_call", "id": "cu_1", "status": "completed"}]),

@@ -692,7 +692,7 @@ def test_a_chat_stream_without_done_is_still_whole_once_it_has_a_finish_reason()
 @pytest.mark.parametrize(
     ("delta", "extra", "refused_at"),
     [
-        ({"content": "x"}, {"logprobs": {"content": [{"token": "x"}]}}, "(choices[0].logprobs)"),
+        ({"refusal": "x"}, {"logprobs": {"refusal": [{"token": "x"}]}}, "(choices[0].logprobs.refusal)"),
         (
             {"content": "x", "annotations": [{"type": "url_citation"}]},
             {},
@@ -700,7 +700,7 @@ def test_a_chat_stream_without_done_is_still_whole_once_it_has_a_finish_reason()
         ),
         ({"function_call": {"name": "f", "arguments": ""}}, {}, "(choices[0].message.function_call)"),
     ],
-    ids=["logprobs", "annotations", "legacy-function-call"],
+    ids=["refusal-logprobs", "annotations", "legacy-function-call"],
 )
 def test_what_a_stream_carries_is_refused_as_in_a_plain_response(
     delta: dict[str, Any], extra: dict[str, Any], refused_at: str

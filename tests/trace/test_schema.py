@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unuse
 from pytest_blackbox.trace import schema as schema_module
 from pytest_blackbox.trace.errors import CassetteSchemaError
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_trace
+from pytest_blackbox.trace.model import Stop
 from pytest_blackbox.trace.recorder import TraceRecorder
 from pytest_blackbox.trace.schema import schema_path, validate_schema
 
@@ -185,7 +186,7 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
     (
         _set("/steps/5/payload/stop", SECRET),
         "/steps/5/payload/stop",
-        'must be one of "length", "refusal", "pause"',
+        "must be one of " + ", ".join(f'"{stop}"' for stop in get_args(Stop)),
     ),
     (_set("/steps/5/payload/text", ["x"]), "/steps/5/payload/text", "must be a string"),
     (

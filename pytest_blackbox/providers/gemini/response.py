@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ...trace.model import ModelOutput, Stop, ToolCallRef
+from ...trace.model import ModelOutput, Omitted, Stop, ToolCallRef
 from ..common import (
     CallIds,
     final_answer,
@@ -20,11 +20,25 @@ from ..common import (
     unsupported,
 )
 from ..content import ordered_output, server_result, text_part
+from ..envelope import with_envelope
 from ..sse import event_object, parse_events, stream_problem
 from .parts import NOT_RECORDED, Conversation, content_parts, function_call
 
 #: Wire finish reason → neutral stop (a replay sends each back as the reason it came from).
-FINISH_REASONS: Final[dict[str, Stop | None]] = {"STOP": None, "MAX_TOKENS": "length", "SAFETY": "refusal"}
+FINISH_REASONS: Final[dict[str, Stop | None]] = {
+    "STOP": None,
+    "MAX_TOKENS": "length",
+    "SAFETY": "refusal",
+    "RECITATION": "recitation",
+    "BLOCKLIST": "blocklist",
+    "PROHIBITED_CONTENT": "prohibitedContent",
+    "SPII": "personalData",
+    "LANGUAGE": "language",
+    "MALFORMED_FUNCTION_CALL": "malformedCall",
+    "UNEXPECTED_TOOL_CALL": "unexpectedCall",
+    "TOO_MANY_TOOL_CALLS": "tooManyCalls",
+    "OTHER": "other",
+}
 #: Candidate fields only server-side features produce; a replay could not give them back.
 _SERVER_CANDIDATE_FIELDS: Final = ("logprobsResult",)
 #: Candidate metadata the built-in tools return → the tool it is recorded under.
@@ -56,13 +70,16 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
         if conversation is not None:
             ids.bind(conversation.call_key(position), call_id, name)
         neutral_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
+    omitted: tuple[Omitted, ...] = () if "index" in candidate else ("candidateIndex",)
     if results:
         found = [{**result, "toolCallId": ids.fresh_server()} for result in results]
         texts = [text_part(text)] if text else []
-        return ordered_output(found + texts + [{"type": "tool_use", **call} for call in neutral_calls], stop)
+        parts = found + texts + [{"type": "tool_use", **call} for call in neutral_calls]
+        return with_envelope(ordered_output(parts, stop), omitted=omitted)
     if neutral_calls:
-        return tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
-    return final_answer(text, stop)
+        calls_output = tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
+        return with_envelope(calls_output, omitted=omitted)
+    return with_envelope(final_answer(text, stop), omitted=omitted)
 
 
 def _candidate(response: dict[str, Any]) -> dict[str, Any]:
@@ -100,10 +117,10 @@ def _response_content(candidate: dict[str, Any]) -> tuple[str, list[tuple[str | 
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
-    if reason == "SAFETY" and has_calls:
+    if has_calls and reason not in ("STOP", "MAX_TOKENS", None):
         unsupported(
-            "finishReason SAFETY together with function calls",
-            "a replay returns a safety stop with text alone",
+            f"finishReason {label(reason)} together with function calls",
+            "a replay returns this stop with text alone",
             "finishReason",
         )
     if reason == "CONTINUATION":
@@ -115,7 +132,7 @@ def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
     if not isinstance(reason, str) or reason not in FINISH_REASONS:
         unsupported(
             f"finishReason {label(reason)}",
-            "a replay could return only STOP, MAX_TOKENS or SAFETY",
+            f"a replay could return only {', '.join(FINISH_REASONS)}",
             "finishReason",
         )
     return FINISH_REASONS[reason]
@@ -130,6 +147,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     """
     response: dict[str, Any] = {}
     candidate: dict[str, Any] | None = None
+    indexed = False  # whether the chunks number their candidate (the API may leave index out)
     parts: list[Any] = []
     for position, event in enumerate(parse_events(body)):
         chunk = event_object(event, position)
@@ -146,6 +164,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
                 unsupported(
                     "more than one candidate in a stream", "a replay returns one", f"event {position}"
                 )
+            indexed = indexed or "index" in piece
             content = piece.get("content")
             if isinstance(content, dict):
                 parts.extend(list_field(content, "parts", "response"))
@@ -161,5 +180,6 @@ def collect_stream(body: bytes) -> dict[str, Any]:
         return response  # a blocked prompt: normalize_response names the reason
     if candidate.get("finishReason") is None:
         stream_problem("ended before a finishReason (it was cut short)", cut_short=True)
-    response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, "index": 0}]
+    index = {"index": 0} if indexed else {}
+    response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, **index}]
     return response

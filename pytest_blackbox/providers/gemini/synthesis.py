@@ -90,9 +90,10 @@ def _chunk(
         content = {}  # the API's SAFETY-blocked candidate carries an empty content, without a role
     candidate: dict[str, Any] = {"content": content}
     if last:
-        candidate["finishReason"] = _REPLAYED_FINISH[recorded.stop]
+        candidate["finishReason"] = _REPLAYED_FINISH.get(recorded.stop, "STOP")
         candidate.update(_metadata(recorded))
-    candidate["index"] = 0
+    if "candidateIndex" not in recorded.omitted:
+        candidate["index"] = 0
     chunk: dict[str, Any] = {"candidates": [candidate]}
     if last:
         chunk["usageMetadata"] = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}

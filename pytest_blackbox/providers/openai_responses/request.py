@@ -41,6 +41,7 @@ _PARAMS: Final = (
     ("text.verbosity", "verbosity"),
     ("top_logprobs", "topLogprobs"),
     ("truncation", "truncation"),
+    ("moderation", "moderation"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )

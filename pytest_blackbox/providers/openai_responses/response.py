@@ -7,19 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ...trace.model import ModelOutput
+from ...trace.model import ModelOutput, Omitted
 from ..common import (
     CallIds,
     final_answer,
     label,
     list_field,
+    malformed,
     parse_arguments,
-    present,
     require_object,
     require_str,
     unsupported,
 )
 from ..content import ordered_output, text_part
+from ..envelope import with_envelope
 from ..responses_content import SERVER_ITEMS, annotations_of, server_part
 from .request import TEXT_ADVICE
 
@@ -28,6 +29,11 @@ _ONE_TEXT_ADVICE: Final = (
     "so this response could not come back as it was"
 )
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
+#: ``incomplete_details.reason`` → neutral stop (a replay sends each back as the reason it came from).
+INCOMPLETE_REASONS: Final[dict[str, Literal["length", "contentFilter"]]] = {
+    "max_output_tokens": "length",
+    "content_filter": "contentFilter",
+}
 
 
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
@@ -37,7 +43,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """
     response = require_object(body, "the response body", "response")
     stop = _status_stop(response)
-    parts, refusal = _response_output(response)
+    parts, refusal, logprobs = _response_output(response)
+    moderation = response.get("moderation")
     if refusal is not None:
         if parts or stop is not None:
             unsupported(
@@ -45,7 +52,12 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 "a replay returns a refusal alone",
                 "output",
             )
-        return final_answer(refusal, "refusal")
+        return with_envelope(final_answer(refusal, "refusal"), moderation=moderation)
+    if stop == "contentFilter" and any(part["type"] != "text" for part in parts):
+        unsupported("function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output")
+    has_text = any(part["type"] == "text" and part["text"] for part in parts)
+    no_calls = all(part["type"] != "tool_use" for part in parts)
+    omitted: tuple[Omitted, ...] = ("textLogprobs",) if logprobs is None and (has_text or no_calls) else ()
     for part in parts:
         if part["type"] == "tool_use":
             call_id, arguments = part["toolCallId"], part["toolInput"]
@@ -54,29 +66,26 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             )
         elif part["type"] == "server_tool_use":
             part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
-    return ordered_output(parts, stop)
+    return with_envelope(
+        ordered_output(parts, stop), moderation=moderation, logprobs=logprobs or None, omitted=omitted
+    )
 
 
-def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
+def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"] | None:
     status = response.get("status")
     if status in (None, "completed"):
         return None
     if status != "incomplete":
         unsupported(
             f"a response with status {label(status)}",
-            "only completed responses, or ones cut at max_output_tokens, can be recorded",
+            "only completed responses, or incomplete ones cut at max_output_tokens or by the content "
+            "filter, can be recorded",
             "status",
         )
     details = response.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
-    if reason == "max_output_tokens":
-        return "length"
-    if reason == "content_filter":
-        unsupported(
-            "a response stopped by the content filter",
-            "a replay would return it as a normal stop",
-            "incomplete_details.reason",
-        )
+    if reason in INCOMPLETE_REASONS:
+        return INCOMPLETE_REASONS[reason]
     unsupported(
         f"an incomplete response with reason {label(reason)}",
         "a replay could not return it",
@@ -84,10 +93,12 @@ def _status_stop(response: dict[str, Any]) -> Literal["length"] | None:
     )
 
 
-def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-    """The output's parts in order (provider ids not mapped yet) and the refusal, if any."""
+def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None, Any]:
+    """The output's parts in order (provider ids not mapped yet), the refusal, if any, and the text
+    part's ``logprobs`` (``None`` when a text part had none, ``[]`` when there is no text part)."""
     parts: list[dict[str, Any]] = []
     refusal: str | None = None
+    logprobs: Any = []
     for index, raw in enumerate(list_field(response, "output", "response")):
         at = f"output[{index}]"
         item = require_object(raw, at, "response")
@@ -107,7 +118,10 @@ def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], st
             texts = 0
             for position, part in enumerate(list_field(item, "content", "response")):
                 where = f"{at}.content[{position}]"
-                piece, refused = _output_part(require_object(part, where, "response"), where)
+                content = require_object(part, where, "response")
+                piece, refused = _output_part(content, where)
+                if not refused and (piece["text"] or logprobs == []):
+                    logprobs = content.get("logprobs")
                 if refused:
                     if refusal is not None:
                         unsupported("a response with more than one refusal part", _ONE_TEXT_ADVICE, where)
@@ -126,7 +140,7 @@ def _response_output(response: dict[str, Any]) -> tuple[list[dict[str, Any]], st
                 "recorded in this version",
                 at,
             )
-    return parts, refusal
+    return parts, refusal, logprobs
 
 
 def _output_part(part: dict[str, Any], at: str) -> tuple[dict[str, Any], bool]:
@@ -136,7 +150,7 @@ def _output_part(part: dict[str, Any], at: str) -> tuple[dict[str, Any], bool]:
         return text_part(require_str(part.get("refusal"), f"{at}.refusal", "response")), True
     if kind != "output_text":
         unsupported(f"{label(kind)} content in a response", TEXT_ADVICE, at)
-    if present(part.get("logprobs")):
-        unsupported("logprobs in a response", f"leave them out of include; {_NOT_RECORDED}", f"{at}.logprobs")
+    if part.get("logprobs") is not None and not isinstance(part["logprobs"], list):
+        malformed(f"{at}.logprobs", "a list or null", "response")
     text = require_str(part.get("text"), f"{at}.text", "response")
     return text_part(text, annotations_of(part.get("annotations"), f"{at}.annotations")), False

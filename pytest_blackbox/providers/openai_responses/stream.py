@@ -102,11 +102,13 @@ def _message_events(stream: _EventWriter, position: int, item: dict[str, Any]) -
             stream.add("response.refusal.delta", **where, content_index=0, delta=piece)
         stream.add("response.refusal.done", **where, content_index=0, refusal=part["refusal"])
     else:
-        empty = {**part, "text": ""}
+        logprobs = {"logprobs": part["logprobs"]} if "logprobs" in part else {}
+        empty = {**part, "text": "", **({"logprobs": []} if logprobs else {})}
         stream.add("response.content_part.added", **where, content_index=0, part=empty)
-        for piece in pieces(part["text"]):
-            stream.add("response.output_text.delta", **where, content_index=0, delta=piece, logprobs=[])
-        stream.add("response.output_text.done", **where, content_index=0, text=part["text"], logprobs=[])
+        for number, piece in enumerate(pieces(part["text"])):  # the logprobs all come with the first piece
+            tokens = {"logprobs": []} if number and logprobs else logprobs
+            stream.add("response.output_text.delta", **where, content_index=0, delta=piece, **tokens)
+        stream.add("response.output_text.done", **where, content_index=0, text=part["text"], **logprobs)
     stream.add("response.content_part.done", **where, content_index=0, part=part)
     stream.add("response.output_item.done", output_index=position, item=item)
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..common import arguments_text, read_output
+from ..envelope import wire_json
 from ..responses_content import wire_annotations, wire_server_item
+from .response import INCOMPLETE_REASONS
 
 
 def synthesize_response(
@@ -18,12 +20,16 @@ def synthesize_response(
 
     The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
     and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
-    recorded step's time in seconds. A final answer always has a message item, so ``output_text``
-    reads as it did live, even for an empty answer.
+    recorded step's time in seconds. A text part has the recorded ``logprobs`` (``[]`` when none were
+    recorded) unless the recorded response left them out (``omitted``); a recorded moderation result
+    comes back as ``moderation``. A final answer always has a message item, so ``output_text`` reads
+    as it did live, even for an empty answer.
     """
     recorded = read_output(output)
     response_id = f"blackbox-replay-{output_index}"
-    incomplete = recorded.stop == "length"
+    reason = next((wire for wire, stop in INCOMPLETE_REASONS.items() if stop == recorded.stop), None)
+    incomplete = reason is not None
+    logprobs = {} if "textLogprobs" in recorded.omitted else {"logprobs": wire_json(recorded.logprobs or [])}
     items: list[dict[str, Any]] = []
     if recorded.stop == "refusal":
         items.append(
@@ -32,7 +38,7 @@ def synthesize_response(
     for part in [] if recorded.stop == "refusal" else recorded.parts:
         if part["type"] == "text":
             annotations = wire_annotations(part.get("citations"))
-            text = {"type": "output_text", "text": part["text"], "annotations": annotations, "logprobs": []}
+            text = {"type": "output_text", "text": part["text"], "annotations": annotations, **logprobs}
             items.append(_message_item(output_index, len(items), text, incomplete))
         elif part["type"] == "server_tool_use":
             items.append(wire_server_item(part))
@@ -48,15 +54,15 @@ def synthesize_response(
                 }
             )
     if not any(item["type"] in ("message", "function_call") for item in items):
-        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        empty = {"type": "output_text", "text": "", "annotations": [], **logprobs}
         items.insert(0, _message_item(output_index, 0, empty, incomplete))
-    return {
+    response = {
         "id": response_id,
         "object": "response",
         "created_at": int(timestamp // 1000),
         "status": "incomplete" if incomplete else "completed",
         "error": None,
-        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "incomplete_details": {"reason": reason} if incomplete else None,
         "instructions": None,
         "model": model if model is not None else "unknown",
         "output": items,
@@ -73,6 +79,9 @@ def synthesize_response(
             "total_tokens": 0,
         },
     }
+    if recorded.moderation is not None:
+        response["moderation"] = wire_json(recorded.moderation)
+    return response
 
 
 def _message_item(output_index: int, position: int, part: dict[str, Any], incomplete: bool) -> dict[str, Any]:

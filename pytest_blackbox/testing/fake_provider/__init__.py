@@ -6,6 +6,6 @@ what they share. See docs/fake-provider.md.
 """
 
 from .server import FakeProvider
-from .wire import ReceivedRequest, Responder, ScriptedResponse
+from .wire import Envelope, ReceivedRequest, Responder, ScriptedResponse
 
-__all__ = ["FakeProvider", "ReceivedRequest", "Responder", "ScriptedResponse"]
+__all__ = ["Envelope", "FakeProvider", "ReceivedRequest", "Responder", "ScriptedResponse"]

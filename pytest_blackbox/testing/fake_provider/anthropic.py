@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -36,8 +38,14 @@ _ERROR_TYPES = {
 }
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool) -> Script:
-    return _script(ids, lambda request: _message(request, ids, text, calls), gzip=gzip)
+def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
+    def message(request: ReceivedRequest) -> dict[str, Any]:
+        built = _message(request, ids, text, calls)
+        if envelope.stop is not None:
+            built.update(stop_reason=envelope.stop, stop_sequence=envelope.stop_sequence)
+        return built
+
+    return _script(ids, message, gzip=gzip)
 
 
 def content_script(ids: Ids, blocks: Sequence[Mapping[str, Any]], stop_reason: str, *, gzip: bool) -> Script:
@@ -113,7 +121,7 @@ def _events(message: dict[str, Any]) -> Iterator[bytes]:
         for delta in deltas:
             yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
-    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     final_usage = {"output_tokens": usage["output_tokens"]}
     yield sse("message_delta", {"type": "message_delta", "delta": stop, "usage": final_usage})
     yield sse("message_stop", {"type": "message_stop"})

@@ -9,7 +9,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -44,6 +46,7 @@ def script(
     thinking: bool,
     gzip: bool,
     grounding: Mapping[str, Any] | None = None,
+    envelope: Envelope = PLAIN,
 ) -> Script:
     """A generateContent answer; ``grounding`` is the candidate's ``groundingMetadata`` (googleSearch)."""
 
@@ -51,6 +54,10 @@ def script(
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
         if grounding is not None:
             response["candidates"][0]["groundingMetadata"] = dict(grounding)
+        if not envelope.candidate_index:
+            del response["candidates"][0]["index"]
+        if envelope.stop is not None:
+            response["candidates"][0]["finishReason"] = envelope.stop
         headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
         match = _PATH.search(request.path)
         streams = match is not None and match.group(2) == "streamGenerateContent"
@@ -111,7 +118,9 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
     groups += [calls] if calls else []
     for index, parts in enumerate(groups or [[]]):
         last = index == max(len(groups), 1) - 1
-        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+        if "index" in candidate:
+            piece["index"] = candidate["index"]
         if last:
             piece["finishReason"] = candidate["finishReason"]
             if "groundingMetadata" in candidate:

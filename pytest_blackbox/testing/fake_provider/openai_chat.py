@@ -7,7 +7,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -33,13 +35,28 @@ PROCESSING_MS = ("openai-processing-ms", "321")
 
 
 def script(
-    ids: Ids, text: str | None, calls: Calls, *, gzip: bool, annotations: Sequence[Mapping[str, Any]] = ()
+    ids: Ids,
+    text: str | None,
+    calls: Calls,
+    *,
+    gzip: bool,
+    annotations: Sequence[Mapping[str, Any]] = (),
+    envelope: Envelope = PLAIN,
 ) -> Script:
     """A completion; ``annotations`` (``url_citation``s of a search model) on its message."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         completion = _completion(request, ids, text, calls)
         completion["choices"][0]["message"]["annotations"] = [dict(item) for item in annotations]
+        if envelope.moderation is not None:
+            completion["moderation"] = dict(envelope.moderation)
+        if envelope.stop is not None:
+            completion["choices"][0]["finish_reason"] = envelope.stop
+        if envelope.logprobs is not None:
+            completion["choices"][0]["logprobs"] = {
+                "content": [dict(t) for t in envelope.logprobs],
+                "refusal": None,
+            }
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
         chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None
@@ -98,15 +115,15 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     choice = completion["choices"][0]
     message = choice["message"]
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]
         return sse(None, {**head, "choices": choices})
 
     yield chunk(
         {"role": "assistant", "content": "" if message["content"] is not None else None, "refusal": None}
     )
     if message["content"]:
-        yield chunk({"content": message["content"]})
+        yield chunk({"content": message["content"]}, logprobs=choice["logprobs"])
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         opening = {"index": index, "id": call["id"], "type": "function"}
@@ -117,6 +134,8 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     )
     if include_usage:
         yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
+    if "moderation" in completion:
+        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
     yield sse(None, "[DONE]")
 
 

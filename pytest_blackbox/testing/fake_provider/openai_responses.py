@@ -8,7 +8,9 @@ from typing import Any
 
 from .openai_chat import PROCESSING_MS, error_body
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -29,9 +31,13 @@ from .wire import (
 )
 
 
-def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool) -> Script:
+def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: Envelope = PLAIN) -> Script:
     def respond(request: ReceivedRequest) -> ScriptedResponse:
-        response = _response(request, ids, text, calls)
+        response = _response(request, ids, text, calls, envelope)
+        if envelope.stop is not None:
+            response.update(status="incomplete", incomplete_details={"reason": envelope.stop})
+            for item in response["output"]:
+                item["status"] = "incomplete" if item["type"] == "message" else item.get("status")
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         return answer(
             response, headers, (lambda: _events(response)) if asks_stream(request) else None, gzip=gzip
@@ -53,14 +59,18 @@ def output_script(ids: Ids, items: Sequence[Mapping[str, Any]], *, gzip: bool) -
     return respond
 
 
-def _response(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls) -> dict[str, Any]:
+def _response(
+    request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls, envelope: Envelope = PLAIN
+) -> dict[str, Any]:
     """A Responses API response; a request asking for reasoning gets a reasoning item first, as live."""
     body = body_of(request)
     output: list[dict[str, Any]] = []
     if body.get("reasoning") is not None:
         output.append({"id": ids.make("rs_", 48), "type": "reasoning", "summary": []})
     if text is not None:
-        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": []}
+        if envelope.text_logprobs:
+            part["logprobs"] = [dict(token) for token in envelope.logprobs or ()]
         output.append(
             {
                 "id": ids.make("msg_", 48),
@@ -82,6 +92,7 @@ def _response(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls
         for name, args in calls
     ]
     input_tokens, output_tokens = tokens(request.body), tokens(json.dumps(output))
+    moderation = {} if envelope.moderation is None else {"moderation": dict(envelope.moderation)}
     return {
         "id": ids.make("resp_", 48),
         "object": "response",
@@ -107,6 +118,7 @@ def _response(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input_tokens + output_tokens,
         },
+        **moderation,
     }
 
 
@@ -126,9 +138,11 @@ def _events(response: dict[str, Any]) -> Iterator[bytes]:
             yield event("response.output_item.added", output_index=index, item={**item, "content": []})
             part = item["content"][0]
             yield event("response.content_part.added", **where, content_index=0, part={**part, "text": ""})
-            for piece in halves(part["text"]):
-                yield event("response.output_text.delta", **where, content_index=0, delta=piece, logprobs=[])
-            yield event("response.output_text.done", **where, content_index=0, text=part["text"], logprobs=[])
+            logprobs = {"logprobs": part["logprobs"]} if "logprobs" in part else {}
+            for number, piece in enumerate(halves(part["text"])):
+                tokens = logprobs if number == 0 or not logprobs else {"logprobs": []}
+                yield event("response.output_text.delta", **where, content_index=0, delta=piece, **tokens)
+            yield event("response.output_text.done", **where, content_index=0, text=part["text"], **logprobs)
             yield event("response.content_part.done", **where, content_index=0, part=part)
         elif item["type"] == "function_call":
             yield event("response.output_item.added", output_index=index, item={**item, "arguments": ""})
@@ -138,7 +152,8 @@ def _events(response: dict[str, Any]) -> Iterator[bytes]:
         else:
             yield event("response.output_item.added", output_index=index, item=item)
         yield event("response.output_item.done", output_index=index, item=item)
-    yield event("response.completed", response=response)
+    closing = "response.completed" if response["status"] == "completed" else "response.incomplete"
+    yield event(closing, response=response)
 
 
 def _held(body: dict[str, Any]) -> list[Said]:

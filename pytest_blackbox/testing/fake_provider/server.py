@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 from ...errors import BlackboxUsageError
 from . import anthropic, gemini, openai_chat, openai_responses
 from .wire import (
+    PLAIN,
     Calls,
+    Envelope,
     Ids,
     Protocol,
     ReceivedRequest,
@@ -142,14 +144,15 @@ class FakeProvider:
 
         self._push(script)
 
-    def queue_anthropic_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_anthropic_tool_calls([], text=text, gzip=gzip)
+    def queue_anthropic_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
+        self.queue_anthropic_tool_calls([], text=text, gzip=gzip, envelope=envelope)
 
     def queue_anthropic_tool_calls(
-        self, calls: Calls, text: str | None = None, *, gzip: bool = False
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
         """An Anthropic Messages answer (``POST /v1/messages``), streamed when the request asks for it."""
-        self._push(anthropic.script(self._ids, text, calls, gzip=gzip), anthropic.PROTOCOL, said(text, calls))
+        script = anthropic.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
+        self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_anthropic_content(
         self, blocks: Sequence[Mapping[str, Any]], *, stop_reason: str = "end_turn", gzip: bool = False
@@ -162,25 +165,34 @@ class FakeProvider:
         self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_openai_text(
-        self, text: str, *, gzip: bool = False, annotations: Sequence[Mapping[str, Any]] = ()
+        self,
+        text: str,
+        *,
+        gzip: bool = False,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        envelope: Envelope = PLAIN,
     ) -> None:
         """A Chat Completions text answer; ``annotations`` are its message's ``url_citation``s."""
-        script = openai_chat.script(self._ids, text, [], gzip=gzip, annotations=annotations)
+        script = openai_chat.script(
+            self._ids, text, [], gzip=gzip, annotations=annotations, envelope=envelope
+        )
         self._push(script, openai_chat.PROTOCOL, said(text, []))
 
-    def queue_openai_tool_calls(self, calls: Calls, text: str | None = None, *, gzip: bool = False) -> None:
+    def queue_openai_tool_calls(
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
+    ) -> None:
         """A Chat Completions answer (``POST …/chat/completions``), streamed when the request asks for it."""
-        script = openai_chat.script(self._ids, text, calls, gzip=gzip)
+        script = openai_chat.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, openai_chat.PROTOCOL, said(text, calls))
 
-    def queue_responses_text(self, text: str, *, gzip: bool = False) -> None:
-        self.queue_responses_tool_calls([], text=text, gzip=gzip)
+    def queue_responses_text(self, text: str, *, gzip: bool = False, envelope: Envelope = PLAIN) -> None:
+        self.queue_responses_tool_calls([], text=text, gzip=gzip, envelope=envelope)
 
     def queue_responses_tool_calls(
-        self, calls: Calls, text: str | None = None, *, gzip: bool = False
+        self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
         """A Responses API answer (``POST …/responses``), streamed when the request asks for it."""
-        script = openai_responses.script(self._ids, text, calls, gzip=gzip)
+        script = openai_responses.script(self._ids, text, calls, gzip=gzip, envelope=envelope)
         self._push(script, openai_responses.PROTOCOL, said(text, calls))
 
     def queue_responses_output(self, items: Sequence[Mapping[str, Any]], *, gzip: bool = False) -> None:
@@ -198,10 +210,18 @@ class FakeProvider:
         thinking: bool = False,
         gzip: bool = False,
         grounding: Mapping[str, Any] | None = None,
+        envelope: Envelope = PLAIN,
     ) -> None:
         """A Gemini text answer; ``grounding`` is its ``groundingMetadata`` (a googleSearch answer)."""
         script = gemini.script(
-            self._ids, text, [], call_ids=False, thinking=thinking, gzip=gzip, grounding=grounding
+            self._ids,
+            text,
+            [],
+            call_ids=False,
+            thinking=thinking,
+            gzip=gzip,
+            grounding=grounding,
+            envelope=envelope,
         )
         self._push(script, gemini.PROTOCOL, said(text, []))
 
@@ -213,12 +233,15 @@ class FakeProvider:
         call_ids: bool = False,
         thinking: bool = False,
         gzip: bool = False,
+        envelope: Envelope = PLAIN,
     ) -> None:
         """A Gemini answer (``…:generateContent``), streamed for ``:streamGenerateContent``.
 
         Function calls have no ``id`` unless ``call_ids`` (Gemini 2.x sends none, Gemini 3 does).
         """
-        script = gemini.script(self._ids, text, calls, call_ids=call_ids, thinking=thinking, gzip=gzip)
+        script = gemini.script(
+            self._ids, text, calls, call_ids=call_ids, thinking=thinking, gzip=gzip, envelope=envelope
+        )
         self._push(script, gemini.PROTOCOL, said(text, calls))
 
     # --- observations ----------------------------------------------------------------------------

@@ -26,6 +26,33 @@ Calls = Sequence[tuple[str, Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
+class Envelope:
+    """What a scripted answer carries besides its text and calls: the response's envelope.
+
+    ``moderation`` is an OpenAI moderation result, the response's ``moderation`` in both OpenAI APIs
+    (a streamed Chat answer sends it in a last chunk without choices). ``text_logprobs=False`` leaves
+    ``logprobs`` out of a Responses text part and ``candidate_index=False`` leaves ``index`` out of a
+    Gemini candidate, as those APIs may. ``stop`` is the protocol's own stop reason, sent instead of
+    the ordinary one: Anthropic's ``stop_reason`` (``stop_sequence`` names the matched sequence),
+    Chat's ``finish_reason``, the Responses API's ``incomplete_details.reason`` (the response is then
+    ``incomplete``) or Gemini's ``finishReason``. ``logprobs`` are the answer text's token log
+    probabilities, as both OpenAI APIs send them (``[{"token", "logprob", "bytes", "top_logprobs"}]``):
+    Chat's ``choices[0].logprobs.content``, the Responses text part's ``logprobs``.
+    """
+
+    stop: str | None = None
+    stop_sequence: str | None = None
+    moderation: Mapping[str, Any] | None = None
+    logprobs: Sequence[Mapping[str, Any]] | None = None
+    text_logprobs: bool = True
+    candidate_index: bool = True
+
+
+#: The envelope of an ordinary answer.
+PLAIN = Envelope()
+
+
+@dataclass(frozen=True)
 class ReceivedRequest:
     """One request as the server saw it; header names are lower-cased, ``json`` is None if not JSON."""
 
