@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from ..trace.media import MEDIA_PART, message_parts
+from ..trace.model import Stop
 
 __all__ = ["EXTENSIONS", "ORIGINAL_CANNOT_REPLAY", "Extension", "extensions_used"]
 
@@ -33,6 +34,8 @@ class Extension:
     output_fields: frozenset[str] = frozenset()
     #: Tool definition fields (in a ``model_input``'s ``tools``) that only it writes.
     tool_fields: frozenset[str] = frozenset()
+    #: ``model_output`` ``stop`` values that only it writes (the original knows ``length`` and ``refusal``).
+    stops: frozenset[str] = frozenset()
 
     @property
     def doc(self) -> str:
@@ -47,6 +50,13 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         part_types=frozenset({"server_tool_use", "server_tool_result", "compaction"}),
         output_fields=frozenset({"content"}),
         tool_fields=frozenset({"builtin", "settings"}),
+        stops=frozenset({"pause"}),
+    ),
+    Extension(
+        "stops, logprobs and moderation",
+        "stops-choices-logprobs-and-moderation",
+        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted"}),
+        stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
 )
 
@@ -56,6 +66,7 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
     part_types: set[Any] = set()
     output_fields: set[str] = set()
     tool_fields: set[str] = set()
+    stops: set[Any] = set()
     for step in steps:
         if not isinstance(step, dict):
             continue
@@ -66,10 +77,12 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
             tool_fields.update(key for tool in tools or [] if isinstance(tool, dict) for key in tool)
         elif step.get("type") == "model_output" and isinstance(payload, dict):
             output_fields.update(payload)
+            stops.add(payload.get("stop"))
     return [
         extension
         for extension in EXTENSIONS
         if extension.part_types & part_types
         or extension.output_fields & output_fields
         or extension.tool_fields & tool_fields
+        or extension.stops & stops
     ]
