@@ -24,7 +24,7 @@ from respx.mocks import Mocker
 
 from .transport import InterceptTransport
 
-__all__ = ["InterceptorMocker"]
+__all__ = ["InterceptorMocker", "route_async"]
 
 
 class InterceptorMocker(Mocker):
@@ -72,7 +72,7 @@ class InterceptorMocker(Mocker):
     def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
         def _transport_for_url(client: Any, url: Any) -> InterceptTransport:
             lib = httpx if isinstance(client, (httpx.Client, httpx.AsyncClient)) else _httpx2()
-            return InterceptTransport(spec(client, url), lib, _route_sync, _route_async)
+            return InterceptTransport(spec(client, url), lib, _route_sync, route_async)
 
         return _transport_for_url
 
@@ -93,6 +93,7 @@ def _route_sync(request: httpx.Request) -> httpx.Response | None:
     return handler(request)
 
 
-async def _route_async(request: httpx.Request) -> httpx.Response | None:
+async def route_async(request: httpx.Request) -> httpx.Response | None:
+    """The routers' answer to a request of an async client (``None``: not mocked)."""
     handler: Callable[[httpx.Request], Awaitable[httpx.Response | None]] = InterceptorMocker.async_handler
     return await handler(request)

@@ -6,7 +6,6 @@ about providers or cassettes. See docs/engine.md#model-calls.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
@@ -14,7 +13,7 @@ import httpx
 import respx
 from respx.patterns import M, Pattern
 
-from . import aiohttp_guard
+from . import aiohttp_adapter
 from .handler import Forward, ModelHandler, ModelRequest, OtherHandler, OtherRequest, Reply, header_list
 from .mocker import InterceptorMocker
 from .transport import is_async, mark_forward
@@ -85,14 +84,13 @@ class _Route(respx.Route):
 
 
 @functools.lru_cache(maxsize=16)
-def _route_patterns(routes: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], list[tuple[str, Pattern]]]:
-    """The model paths as one expression, and each route's respx pattern: built once per process."""
-    model_paths = re.compile("|".join(f"(?:{path_regex})" for _, path_regex in routes))
-    return model_paths, [(name, M(method="POST", path__regex=path_regex)) for name, path_regex in routes]
+def _route_patterns(routes: tuple[tuple[str, str], ...]) -> list[tuple[str, Pattern]]:
+    """Each route's respx pattern: built once per process."""
+    return [(name, M(method="POST", path__regex=path_regex)) for name, path_regex in routes]
 
 
 class Interceptor:
-    """While active, every model call of every httpx2/httpx client goes to ``on_model``.
+    """While active, every model call of every httpx2/httpx client and aiohttp session goes to ``on_model``.
 
     ``routes`` names the model routes: route name → a regular expression searched in the URL path of
     a ``POST`` (the name is handed on as ``ModelRequest.route``). ``on_model`` must return a
@@ -119,9 +117,8 @@ class Interceptor:
         self._on_model = on_model
         self._on_other = on_other
         self._active = False
-        self._model_paths, patterns = _route_patterns(tuple(routes.items()))
         self._router = _Router(using=InterceptorMocker.name, assert_all_called=False, assert_all_mocked=True)
-        for route_name, pattern in patterns:
+        for route_name, pattern in _route_patterns(tuple(routes.items())):
             route = self._router.add(_Route(pattern), name=route_name)
             route.mock(side_effect=self._model_side_effect(route_name))
         catch_all = self._router.add(_Route(), name=_OTHER_ROUTE_NAME)
@@ -137,13 +134,13 @@ class Interceptor:
     def start(self) -> None:
         if not self._active:
             self._router.start()
-            aiohttp_guard.start(self._model_paths)
+            aiohttp_adapter.start()
             self._active = True
 
     def stop(self) -> None:
         if self._active:
             self._active = False
-            aiohttp_guard.stop()
+            aiohttp_adapter.stop()
             self._router.stop(quiet=True)
 
     def __enter__(self) -> Interceptor:

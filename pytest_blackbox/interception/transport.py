@@ -11,18 +11,25 @@ concurrent calls cannot see each other's callbacks. See docs/engine.md#model-cal
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
 import httpx
 from respx.models import PassThrough
 
-from . import aiohttp_guard
 from .decoding import decode_body
 from .handler import Forward, UpstreamResponse, header_list
 from .tee import tap, tee_types
 
-__all__ = ["InterceptTransport", "is_async", "mark_forward"]
+__all__ = [
+    "InterceptTransport",
+    "forward_of",
+    "is_async",
+    "mark_forward",
+    "routed_already",
+    "routing_request",
+]
 
 _FORWARD_KEY = "pytest_blackbox.forward"
 _IS_ASYNC_KEY = "pytest_blackbox.is_async"
@@ -30,6 +37,35 @@ _IS_ASYNC_KEY = "pytest_blackbox.is_async"
 #: respx's registry as the transport calls it: route a request, or say ``None`` (not mocked).
 SyncRoute = Callable[[httpx.Request], "httpx.Response | None"]
 AsyncRoute = Callable[[httpx.Request], "Awaitable[httpx.Response | None]"]
+
+#: Set while the interceptor sends a request it has routed through a client's real transport.
+_ROUTED: ContextVar[bool] = ContextVar("blackbox_routed", default=False)
+
+
+class _Routed:
+    """A client's real transport, beneath the interceptor: what it sends was routed already.
+
+    An aiohttp-based transport (the SDKs' ``DefaultAioHttpClient``) sends through an
+    ``aiohttp.ClientSession``, which the aiohttp adapter would otherwise route a second time.
+    """
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def handle_request(self, request: Any) -> Any:
+        return self._real.handle_request(request)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        token = _ROUTED.set(True)
+        try:
+            return await self._real.handle_async_request(request)
+        finally:
+            _ROUTED.reset(token)
+
+
+def routed_already() -> bool:
+    """Whether the request being sent now was routed by the interceptor already."""
+    return _ROUTED.get()
 
 
 class InterceptTransport:
@@ -40,7 +76,7 @@ class InterceptTransport:
     """
 
     def __init__(self, real: Any, lib: ModuleType, route: SyncRoute, aroute: AsyncRoute) -> None:
-        self._real = aiohttp_guard.Routed(real)
+        self._real = _Routed(real)
         self._lib = lib
         self._route = route
         self._aroute = aroute
@@ -50,7 +86,7 @@ class InterceptTransport:
         try:
             answer = self._route(_respx_request(request, body, is_async=False))
         except PassThrough as signal:
-            return self._forward(request, _forward_of(signal))
+            return self._forward(request, forward_of(signal))
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
@@ -65,7 +101,7 @@ class InterceptTransport:
         try:
             answer = await self._aroute(_respx_request(request, body, is_async=True))
         except PassThrough as signal:
-            return await self._aforward(request, _forward_of(signal))
+            return await self._aforward(request, forward_of(signal))
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
@@ -171,13 +207,27 @@ def _respx_request(request: Any, body: bytes, *, is_async: bool) -> httpx.Reques
     The client has prepared its request already (``Host``, ``Content-Length``), so the copy takes its
     headers as they are and the body as a stream, which spares httpx preparing them a second time.
     """
-    extensions = {**request.extensions, _IS_ASYNC_KEY: is_async}
+    return routing_request(
+        request.method, str(request.url), request.headers.raw, body, request.extensions, is_async=is_async
+    )
+
+
+def routing_request(
+    method: str,
+    url: str,
+    raw_headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    extensions: dict[str, Any],
+    *,
+    is_async: bool,
+) -> httpx.Request:
+    """The httpx request the respx routers read, whatever client sent it; the body already read."""
     copy = httpx.Request(
-        request.method,
-        str(request.url),
-        headers=request.headers.raw,
+        method,
+        url,
+        headers=raw_headers,
         stream=httpx.ByteStream(body),
-        extensions=extensions,
+        extensions={**extensions, _IS_ASYNC_KEY: is_async},
     )
     copy.read()
     return copy
@@ -189,7 +239,7 @@ def mark_forward(request: httpx.Request, forward: Forward) -> httpx.Request:
     return request
 
 
-def _forward_of(signal: PassThrough) -> Forward | None:
+def forward_of(signal: PassThrough) -> Forward | None:
     forward = signal.request.extensions.get(_FORWARD_KEY)
     return forward if isinstance(forward, Forward) else None
 
