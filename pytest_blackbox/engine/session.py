@@ -59,6 +59,7 @@ from .wire import (
     refusal,
     refuse_placeholder,
     side_call_error,
+    unseen_call_error,
     warn_unreplayable,
 )
 
@@ -287,11 +288,13 @@ class Session:
 
     def _on_other(self, request: OtherRequest) -> Reply | Forward:
         """Not a model call: sent to loopback or an allowed host; otherwise recorded runs warn (a replay
-        could not send it) and offline runs refuse it. An SDK side call is refused outside wrapped tools."""
-        side = side_call_error(self.options.mode, request, self._mask)
-        if side is not None and not (self.mode == "record" and inside_tool(self._token)):
-            self._refuse_call(side)  # kept, unless the run already ended
-            raise side
+        could not send it) and offline runs refuse it. An SDK side call, or a call to a model API no
+        protocol records, is refused outside wrapped tools."""
+        mode = self.options.mode
+        refused = side_call_error(mode, request, self._mask) or unseen_call_error(mode, request, self._mask)
+        if refused is not None and not (self.mode == "record" and inside_tool(self._token)):
+            self._refuse_call(refused)  # kept, unless the run already ended
+            raise refused
         if reaches_allowed_host(request, self.options.allowed_hosts):
             return Forward()
         if self.mode == "record" and not (self._fork is not None and self._fork.scripted):
