@@ -142,8 +142,9 @@ def test_a_compared_message_edited_afterwards_fails_the_replay(
     client = anthropic.Anthropic(base_url=fake_provider.base_url, max_retries=0)
     session = sessions(mode="replay", cassette=recorded)
     answer = agent(client, session.tools({"lookup": lookup}), None, 0)
-    assert session._cursor is not None
-    compared = [message for message, _ in session._cursor.compare._messages.values()]  # type: ignore[attr-defined]
+    cursor = session._dispatch.cursor
+    assert cursor is not None
+    compared = [message for message, _ in cursor.compare._messages.values()]  # type: ignore[attr-defined]
     compared[CALLS // 2]["content"][0]["result"] = "edited after it was compared"
     with pytest.raises(RuntimeError, match=r"^pytest-blackbox internal error: a request message was edited"):
         session.finish(result=answer)

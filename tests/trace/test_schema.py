@@ -208,7 +208,8 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
     (
         _set("/steps/4/payload/messages/1/content/1/type", "image"),
         "/steps/4/payload/messages/1/content/1/type",
-        'must be one of "text", "tool_use", "tool_result", "server_tool_use", "server_tool_result", "compaction"',
+        'must be one of "text", "tool_use", "tool_result", "server_tool_use", "server_tool_result", '
+        '"compaction"',
     ),
     (
         _set("/steps/4/payload/messages/2/content/0/error", "e"),
