@@ -38,6 +38,7 @@ from .wire import (
     reaches_allowed_host,
     refuse_placeholder,
     side_call_error,
+    unseen_call_error,
     warn_unreplayable,
 )
 
@@ -164,10 +165,11 @@ class Dispatch:
     def answer_other(self, request: OtherRequest, mask: Callable[[str], str]) -> Forward:
         """Not a model call: sent to loopback or an allowed host; otherwise recorded runs warn (a replay
         could not send it) and offline runs refuse it (raised, for the session to keep). An SDK side
-        call is refused outside wrapped tools."""
-        side = side_call_error(self.options.mode, request, mask)
-        if side is not None and not (self.mode == "record" and inside_tool(self._owner)):
-            raise side
+        call, or a call to a model API no protocol records, is refused outside wrapped tools."""
+        mode = self.options.mode
+        refused = side_call_error(mode, request, mask) or unseen_call_error(mode, request, mask)
+        if refused is not None and not (self.mode == "record" and inside_tool(self._owner)):
+            raise refused
         if reaches_allowed_host(request, self.options.allowed_hosts):
             return Forward()
         if self.mode == "record" and not (self.fork is not None and self.fork.scripted):

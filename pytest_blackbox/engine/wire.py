@@ -30,6 +30,7 @@ __all__ = [
     "parse_json_body",
     "refusal",
     "refuse_placeholder",
+    "unseen_call_error",
     "warn_unreplayable",
 ]
 
@@ -156,6 +157,24 @@ def side_call_error(
         "cannot hold it, so it is never sent unrecorded nor answered in a replay. Make it inside a "
         "wrapped tool (blackbox.tool): the recording keeps its result and a replay returns it without "
         "calling the provider"
+    )
+
+
+def unseen_call_error(
+    mode: str, request: OtherRequest, mask: Callable[[str], str]
+) -> BlackboxUnsupportedError | None:
+    """The refusal of a request to a model API that no protocol records, or ``None`` when it is not one.
+
+    Sent unrecorded, the model call would be missing from a cassette that still looks complete (and a
+    replay pointed at loopback could send it), so it is refused in every mode; a wrapped tool may make it.
+    """
+    api = providers.model_api_of(request.method, request.url)
+    if api is None:
+        return None
+    return BlackboxUnsupportedError(
+        f"{mode} mode: {_shown(request, mask)} is a call to {api}, which Blackbox does not record, so "
+        "it was not sent (a cassette without it would look complete). Send the model call through a "
+        "client Blackbox records (docs/providers.md), or make it inside a wrapped tool (blackbox.tool)"
     )
 
 

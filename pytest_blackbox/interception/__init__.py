@@ -6,8 +6,8 @@ This package knows nothing about cassettes or providers: the caller names the mo
 each model request to ``on_model`` and either answers with a :class:`Reply` or forwards the original
 request upstream (:class:`Forward`). Modules: ``handler`` (what the handler sees and returns),
 ``router`` (the :class:`Interceptor`), ``mocker`` (the respx mocker), ``transport`` and ``tee`` (how
-requests pass and streams are copied), ``decoding`` (content-encodings), ``aiohttp_guard`` (model
-calls a client would send through aiohttp). See docs/engine.md#model-calls.
+requests pass and streams are copied), ``decoding`` (content-encodings), ``aiohttp_adapter`` (the
+same routes for what an ``aiohttp.ClientSession`` sends). See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations

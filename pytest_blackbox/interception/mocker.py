@@ -25,7 +25,7 @@ from respx.mocks import Mocker
 from .handler import Decide
 from .transport import InterceptTransport
 
-__all__ = ["InterceptorMocker"]
+__all__ = ["InterceptorMocker", "innermost", "route_async"]
 
 
 class InterceptorMocker(Mocker):
@@ -73,7 +73,7 @@ class InterceptorMocker(Mocker):
     def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
         def _transport_for_url(client: Any, url: Any) -> InterceptTransport:
             lib = httpx if isinstance(client, (httpx.Client, httpx.AsyncClient)) else _httpx2()
-            return InterceptTransport(spec(client, url), lib, _innermost, _route_sync, _route_async)
+            return InterceptTransport(spec(client, url), lib, innermost, _route_sync, route_async)
 
         return _transport_for_url
 
@@ -88,7 +88,7 @@ def _httpx2() -> ModuleType:
     return importlib.import_module("httpx2")
 
 
-def _innermost() -> Decide | None:
+def innermost() -> Decide | None:
     """The innermost interceptor's ``decide``, which the transport asks without respx (``None``: the
     innermost router is not an interceptor's, or none is registered: respx routes the request)."""
     routers = InterceptorMocker.routers
@@ -102,6 +102,6 @@ def _route_sync(request: httpx.Request) -> httpx.Response | None:
     return handler(request)
 
 
-async def _route_async(request: httpx.Request) -> httpx.Response | None:
+async def route_async(request: httpx.Request) -> httpx.Response | None:
     handler: Callable[[httpx.Request], Awaitable[httpx.Response | None]] = InterceptorMocker.async_handler
     return await handler(request)

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import respx
 
-from . import aiohttp_guard
+from . import aiohttp_adapter
 from .handler import (
     Decide,
     Forward,
@@ -151,13 +151,13 @@ class Interceptor:
             self._router = _IDLE.pop() if _IDLE else _Router(self.decide)
             self._router.decide = self.decide
             self._router.start()
-            aiohttp_guard.start(self._model_paths)
+            aiohttp_adapter.start()
             self._active = True
 
     def stop(self) -> None:
         if self._active:
             self._active = False
-            aiohttp_guard.stop()
+            aiohttp_adapter.stop()
             router, self._router = self._router, None
             if router is not None:
                 router.stop(quiet=True)

@@ -16,18 +16,26 @@ wire and concurrent calls cannot see each other's callbacks. See docs/engine.md#
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
 import httpx
 from respx.models import PassThrough
 
-from . import aiohttp_guard
 from .decoding import decode_body
 from .handler import Decide, Forward, Reply, UpstreamResponse, header_list
 from .tee import tap, tee_types
 
-__all__ = ["InterceptTransport", "is_async", "mark_forward"]
+__all__ = [
+    "InterceptTransport",
+    "forward_of",
+    "is_async",
+    "mark_forward",
+    "reply_headers",
+    "routed_already",
+    "routing_request",
+]
 
 _FORWARD_KEY = "pytest_blackbox.forward"
 _IS_ASYNC_KEY = "pytest_blackbox.is_async"
@@ -37,6 +45,35 @@ SyncRoute = Callable[[httpx.Request], "httpx.Response | None"]
 AsyncRoute = Callable[[httpx.Request], "Awaitable[httpx.Response | None]"]
 #: The innermost interceptor's ``decide`` (``None``: respx routes the request).
 Innermost = Callable[[], "Decide | None"]
+
+#: Set while the interceptor sends a request it has decided on through a client's real transport.
+_ROUTED: ContextVar[bool] = ContextVar("blackbox_routed", default=False)
+
+
+class _Routed:
+    """A client's real transport, beneath the interceptor: what it sends was decided on already.
+
+    An aiohttp-based transport (the SDKs' ``DefaultAioHttpClient``) sends through an
+    ``aiohttp.ClientSession``, which the aiohttp adapter would otherwise decide on a second time.
+    """
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def handle_request(self, request: Any) -> Any:
+        return self._real.handle_request(request)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        token = _ROUTED.set(True)
+        try:
+            return await self._real.handle_async_request(request)
+        finally:
+            _ROUTED.reset(token)
+
+
+def routed_already() -> bool:
+    """Whether the request being sent now was decided on by the interceptor already."""
+    return _ROUTED.get()
 
 
 class InterceptTransport:
@@ -49,7 +86,7 @@ class InterceptTransport:
     def __init__(
         self, real: Any, lib: ModuleType, innermost: Innermost, route: SyncRoute, aroute: AsyncRoute
     ) -> None:
-        self._real = aiohttp_guard.Routed(real)
+        self._real = _Routed(real)
         self._lib = lib
         self._innermost = innermost
         self._route = route
@@ -67,7 +104,7 @@ class InterceptTransport:
                     return self._real.handle_request(request)
                 return self._from_respx(answer, _raw_sync(answer.stream))
         except PassThrough as signal:
-            decision = _forward_of(signal)
+            decision = forward_of(signal)
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
@@ -89,7 +126,7 @@ class InterceptTransport:
                     return await self._real.handle_async_request(request)
                 return self._from_respx(answer, await _raw_async(answer.stream))
         except PassThrough as signal:
-            decision = _forward_of(signal)
+            decision = forward_of(signal)
         except httpx.RequestError as error:
             native = self._native_error(error, request)
             if native is None:
@@ -171,12 +208,10 @@ class InterceptTransport:
         )
 
     def _reply(self, reply: Reply) -> Any:
-        """The client's own response for a :class:`Reply`, with the ``Content-Length`` that httpx adds
-        to a response built from bytes (as the response respx would have built)."""
-        headers = reply.headers
-        if reply.body and not any(name.lower() == "content-length" for name, _ in headers):
-            headers = [*headers, ("Content-Length", str(len(reply.body)))]
-        return self._lib.Response(reply.status, headers=headers, stream=self._lib.ByteStream(reply.body))
+        """The client's own response for a :class:`Reply` (its headers: ``reply_headers``)."""
+        return self._lib.Response(
+            reply.status, headers=reply_headers(reply), stream=self._lib.ByteStream(reply.body)
+        )
 
     def _native_error(self, error: httpx.RequestError, request: Any) -> BaseException | None:
         """The same-named exception of an httpx2 client's library, so the SDK classifies it as a real
@@ -207,19 +242,42 @@ async def _raw_async(stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> by
     return b"".join([chunk async for chunk in stream])
 
 
+def reply_headers(reply: Reply) -> list[tuple[str, str]]:
+    """A :class:`Reply`'s headers with the ``Content-Length`` that httpx adds to a response built from
+    bytes (as the response respx would have built), whichever client library receives it."""
+    headers = reply.headers
+    if reply.body and not any(name.lower() == "content-length" for name, _ in headers):
+        headers = [*headers, ("Content-Length", str(len(reply.body)))]
+    return headers
+
+
 def _respx_request(request: Any, body: bytes, *, is_async: bool) -> httpx.Request:
     """A fresh httpx request for the respx router; our markers go into its private copy of extensions.
 
     The client has prepared its request already (``Host``, ``Content-Length``), so the copy takes its
     headers as they are and the body as a stream, which spares httpx preparing them a second time.
     """
-    extensions = {**request.extensions, _IS_ASYNC_KEY: is_async}
+    return routing_request(
+        request.method, str(request.url), request.headers.raw, body, request.extensions, is_async=is_async
+    )
+
+
+def routing_request(
+    method: str,
+    url: str,
+    raw_headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    extensions: dict[str, Any],
+    *,
+    is_async: bool,
+) -> httpx.Request:
+    """The httpx request the respx routers read, whatever client sent it; the body already read."""
     copy = httpx.Request(
-        request.method,
-        str(request.url),
-        headers=request.headers.raw,
+        method,
+        url,
+        headers=raw_headers,
         stream=httpx.ByteStream(body),
-        extensions=extensions,
+        extensions={**extensions, _IS_ASYNC_KEY: is_async},
     )
     copy.read()
     return copy
@@ -231,7 +289,7 @@ def mark_forward(request: httpx.Request, forward: Forward) -> httpx.Request:
     return request
 
 
-def _forward_of(signal: PassThrough) -> Forward | None:
+def forward_of(signal: PassThrough) -> Forward | None:
     forward = signal.request.extensions.get(_FORWARD_KEY)
     return forward if isinstance(forward, Forward) else None
 

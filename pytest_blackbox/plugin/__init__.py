@@ -30,6 +30,12 @@ _IN_CALL_KEY = pytest.StashKey[bool]()
 _UNMARKED_KEY: pytest.StashKey[UnmarkedGuard] = pytest.StashKey()
 #: The key variables this run gave the offline placeholder (restored at unconfigure).
 _PLACEHOLDERS_KEY = pytest.StashKey[list[str]]()
+#: Library settings this run set (taken back at unconfigure).
+_SETTINGS_KEY = pytest.StashKey[list[str]]()
+#: What libraries would otherwise fetch over the network on their own, set for the run unless the user
+#: set it: LiteLLM fetches its model price list when it is imported, which a replay refuses (and a
+#: recording would warn about); with this it reads the copy it ships (docs/providers.md#litellm).
+_LIBRARY_SETTINGS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 #: Derived cassette path → (the test it belongs to, its node id): two tests never share one unasked.
 _CLAIMS_KEY = pytest.StashKey[dict[str, tuple[str, str]]]()
 #: What the terminal summary says about the ``--blackbox-report`` written at session end.
@@ -165,7 +171,8 @@ def _add_record_mode(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def _set_offline_keys(config: pytest.Config, live: bool) -> None:
-    """Give every missing provider key variable the offline placeholder, for the whole run.
+    """Give every missing provider key variable the offline placeholder, and libraries the settings
+    that keep them off the network (:data:`_LIBRARY_SETTINGS`), for the whole run.
 
     Clients built before a test runs (at import, in a module or session fixture) read their key when
     they are built; a replay never sends it. Live mode calls the real provider, so it gets none.
@@ -175,6 +182,9 @@ def _set_offline_keys(config: pytest.Config, live: bool) -> None:
     from ..engine import set_placeholder_keys
 
     config.stash[_PLACEHOLDERS_KEY] = set_placeholder_keys(os.environ)
+    config.stash[_SETTINGS_KEY] = [name for name in _LIBRARY_SETTINGS if name not in os.environ]
+    for name in config.stash[_SETTINGS_KEY]:
+        os.environ[name] = _LIBRARY_SETTINGS[name]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -205,11 +215,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Take the offline placeholder back out of the environment."""
+    """Take the offline placeholder and the library settings back out of the environment."""
     from ..engine import OFFLINE_PLACEHOLDER_KEY
 
     for name in config.stash.get(_PLACEHOLDERS_KEY, []):
         if os.environ.get(name) == OFFLINE_PLACEHOLDER_KEY:
+            del os.environ[name]
+    for name in config.stash.get(_SETTINGS_KEY, []):
+        if os.environ.get(name) == _LIBRARY_SETTINGS[name]:
             del os.environ[name]
 
 

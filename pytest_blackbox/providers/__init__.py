@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 from ..trace.model import ModelInput, ModelOutput
 from . import anthropic, gemini, openai_chat, openai_responses
 from .common import CallIds
+from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "SSE_HEADERS",
     "CallIds",
     "Provider",
+    "model_api_of",
     "provider_for_call",
     "provider_for_path",
     "side_call_of",

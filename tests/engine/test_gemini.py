@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from google.genai import _api_client, errors, types
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main as cli_main
 from pytest_blackbox.engine.session import Session, blackbox
-from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
+from pytest_blackbox.errors import ReplayDivergenceError, SecretLeakError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.gemini import FLAVOR_IDS, FLAVORS, MODEL, GeminiAgent, script
@@ -377,28 +376,17 @@ def test_a_key_sent_as_a_query_parameter_is_a_secret_too(fake_provider: FakeProv
 # -- the async client and aiohttp ----------------------------------------------------------------
 
 
-def test_a_session_switches_google_genai_from_aiohttp_to_httpx2_and_back(tmp_path: Path) -> None:
-    """google-genai sends async calls through aiohttp when it is installed (it is, here), so the async
-    flavors above prove that a session's switch to httpx2 records and replays them."""
-    assert _api_client.has_aiohttp is True
-    session = blackbox(mode="record", out=tmp_path / "unused.json")
-    assert _api_client.has_aiohttp is False
-    session.discard()
-    assert _api_client.has_aiohttp is True
-
-
-@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
-def test_an_async_client_left_on_aiohttp_is_refused_and_the_advised_client_records(
-    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_async_client_records_over_aiohttp_and_over_an_httpx2_client_alike(
+    fake_provider: FakeProvider, tmp_path: Path
 ) -> None:
-    """google-genai imported only after the session started cannot be switched: its aiohttp call is
-    refused before it is sent, and the client the message advises is recorded."""
+    """google-genai's ``client.aio`` sends through aiohttp when it is installed (it is, here), or
+    through the httpx2 client it is given: both are the same recorded model call."""
+    assert _api_client.has_aiohttp is True
     fake_provider.queue_gemini_text("Hello.")
-    with monkeypatch.context() as late:
-        late.delitem(sys.modules, "google.genai._api_client")
-        session = blackbox(mode="record", out=tmp_path / "late.json")
-    options = types.HttpOptions(base_url=fake_provider.gemini_base_url)
-    advised = types.HttpOptions(
+    fake_provider.queue_gemini_text("Hello.")
+    session = blackbox(mode="record", out=tmp_path / "late.json")
+    on_aiohttp = types.HttpOptions(base_url=fake_provider.gemini_base_url)
+    on_httpx2 = types.HttpOptions(
         base_url=fake_provider.gemini_base_url, httpx_async_client=httpx2.AsyncClient()
     )
 
@@ -409,15 +397,13 @@ def test_an_async_client_left_on_aiohttp_is_refused_and_the_advised_client_recor
         finally:
             await client.aio.aclose()
 
-    with pytest.raises(
-        BlackboxUnsupportedError, match="sent through aiohttp, which Blackbox cannot intercept"
-    ):
-        asyncio.run(ask(options))
-    assert fake_provider.requests == []
-    assert asyncio.run(ask(advised)) == "Hello."
+    assert asyncio.run(ask(on_aiohttp)) == asyncio.run(ask(on_httpx2)) == "Hello."
     session.finish(result="Hello.")
     session.stop()
+    assert len(fake_provider.requests) == 2
     assert [step["type"] for step in load_trace(tmp_path / "late.json")["steps"]] == [
+        "model_input",
+        "model_output",
         "model_input",
         "model_output",
         "metadata",

@@ -90,11 +90,14 @@ class InnerSuite:
 
     pytester: pytest.Pytester
     monkeypatch: pytest.MonkeyPatch
+    #: Run each inner session in a new Python process: what the user's test imports is imported anew.
+    in_a_process_of_its_own: bool = False
 
     def run(self, *args: str, expect_tool_calls: str) -> pytest.RunResult:
         """One inner run; the inner test checks the tool calls it saw against ``expect_tool_calls``."""
         self.monkeypatch.setenv("EXPECT_TOOL_CALLS", expect_tool_calls)
-        return self.pytester.runpytest(*QUIET, *args)
+        run = self.pytester.runpytest_subprocess if self.in_a_process_of_its_own else self.pytester.runpytest
+        return run(*QUIET, *args)
 
     def records(self, source: str, test: str, *, expect_tool_calls: str) -> Path:
         """Write the user's test file, record it once against the fake; the cassette's path comes back."""

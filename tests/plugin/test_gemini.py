@@ -36,8 +36,7 @@ def gemini_base_url(blackbox):
 
 TEST = """
 import pytest
-from google import genai
-from google.genai import types
+IMPORTS
 
 
 def get_weather(city: str) -> dict:
@@ -47,6 +46,7 @@ def get_weather(city: str) -> dict:
 
 @pytest.mark.blackbox
 DEF test_weather(blackbox, gemini_base_url):
+    LATE_IMPORTS
     client = genai.Client(http_options=types.HttpOptions(base_url=gemini_base_url))
     config = types.GenerateContentConfig(tools=list(blackbox.tools({"get_weather": get_weather}).values()))
     chat = CLIENT.chats.create(model="gemini-2.5-flash", config=config)
@@ -55,24 +55,35 @@ DEF test_weather(blackbox, gemini_base_url):
 """
 
 
-@pytest.mark.parametrize("flavor", ["sync", "async"])
+IMPORTS = "from google import genai\nfrom google.genai import types"
+
+
+@pytest.mark.parametrize("flavor", ["sync", "async", "async-imported-late"])
 def test_a_gemini_agent_records_once_then_replays_without_a_key(
     bare_dir: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, flavor: str
 ) -> None:
-    """Recording sends the key it finds; a replay runs with none (the plugin sets a placeholder)."""
+    """Recording sends the key it finds; a replay runs with none (the plugin sets a placeholder).
+
+    ``client.aio`` sends through aiohttp; imported inside the test, in a process of its own, google-genai
+    is first imported long after the session started, and its calls are recorded and replayed all the same.
+    """
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI"):
         monkeypatch.delenv(name, raising=False)
     bare_dir.makeconftest(CONFTEST)
-    async_ = flavor == "async"
+    async_ = flavor.startswith("async")
+    late = flavor.endswith("late")
     source = (
-        TEST.replace("DEF ", "async def " if async_ else "def ")
+        TEST.replace("LATE_IMPORTS", IMPORTS.replace("\n", "\n    ") if late else "")
+        .replace("IMPORTS", "" if late else IMPORTS)
+        .replace("DEF ", "async def " if async_ else "def ")
         .replace("AWAIT ", "await " if async_ else "")
         .replace("CLIENT.", "client.aio." if async_ else "client.")
     )
     bare_dir.makepyfile(test_gemini_agent=source)
 
     monkeypatch.setenv("GEMINI_API_KEY", "AIzaSyPluginTestKey0123456789abcdefghi")
-    first = bare_dir.runpytest(*QUIET, "--record-mode=once")
+    run = bare_dir.runpytest_subprocess if late else bare_dir.runpytest
+    first = run(*QUIET, "--record-mode=once")
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines([exact(summary(recorded=1))])
     cassette = bare_dir.path / "cassettes" / "test_gemini_agent" / "test_weather.json"
@@ -81,7 +92,7 @@ def test_a_gemini_agent_records_once_then_replays_without_a_key(
     recorded = cassette.read_bytes()
 
     monkeypatch.delenv("GEMINI_API_KEY")
-    second = bare_dir.runpytest(*QUIET)
+    second = run(*QUIET)
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines([exact(summary(replayed=1))])
     assert cassette.read_bytes() == recorded

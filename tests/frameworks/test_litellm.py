@@ -1,0 +1,209 @@
+"""LiteLLM's ``completion`` and ``acompletion`` record and replay as the protocol they are routed to.
+
+LiteLLM turns an OpenAI-style call into the provider's own request (``anthropic/…`` sends Anthropic
+Messages, ``openai/…`` Chat Completions) and sends it through httpx or the OpenAI SDK, so nothing
+needs wrapping but the tools: the cassette holds the underlying protocol's calls. Its import-time
+fetch of a model price list never reaches the network under the plugin, which sets
+``LITELLM_LOCAL_MODEL_COST_MAP`` (docs/providers.md#litellm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import NetworkGuard
+
+pytest.importorskip("litellm", reason="LiteLLM is not installed (pip install 'pytest-blackbox[litellm]')")
+
+import litellm
+from litellm.exceptions import BadRequestError
+
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.testing.fake_provider import FakeProvider
+
+from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, InnerSuite, TravelTools, payload, step_types
+from .contract import Recording, fails_strictly, record, replays_offline
+
+PROMPT = "What's the weather and the local time in Paris?"
+FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
+CALLS = [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TOOL_SPECS = [
+    {"type": "function", "function": {"name": name, "description": description, "parameters": CITY}}
+    for name, description in (("get_weather", "Current weather for a city."), ("get_time", "Local time."))
+]
+STEP_TYPES = [
+    "model_input",
+    "model_output",
+    *["tool_call", "tool_result"] * 2,
+    "model_input",
+    "model_output",
+    "metadata",
+]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The provider LiteLLM routes to, ``completion`` or ``acompletion``, streamed or not."""
+
+    api: str
+    style: str
+
+    def model(self, root: str) -> dict[str, str]:
+        if self.api == "anthropic":
+            return {"model": "anthropic/claude-sonnet-4-5", "api_base": root}
+        return {"model": "openai/gpt-5", "api_base": root + "/v1"}
+
+    def script(self, fake: FakeProvider) -> None:
+        queue = fake.queue_anthropic_tool_calls if self.api == "anthropic" else fake.queue_openai_tool_calls
+        queue(CALLS)
+        queue([], text=FINAL)
+
+
+#: LiteLLM's sync stream of an Anthropic answer stops reading at ``message_delta``, before the stream
+#: ends: refused while recording like any stream left unread (see the last test of this module).
+FLAVORS = [
+    pytest.param(Flavor(api, style), id=f"{api}-{style}")
+    for api in ("anthropic", "openai-chat")
+    for style in ("sync", "sync-stream", "async", "async-stream")
+    if (api, style) != ("anthropic", "sync-stream")
+]
+
+
+async def complete(flavor: Flavor, root: str, messages: list[dict[str, Any]]) -> Any:
+    """One model call; a streamed answer is added up the way LiteLLM documents."""
+    options = {**flavor.model(root), "messages": messages, "tools": TOOL_SPECS}
+    stream = flavor.style.endswith("stream")
+    if flavor.style.startswith("async"):
+        answer = await litellm.acompletion(**options, stream=stream)
+        chunks = [chunk async for chunk in answer] if stream else None
+    else:
+        answer = litellm.completion(**options, stream=stream)
+        chunks = list(answer) if stream else None
+    return answer if chunks is None else litellm.stream_chunk_builder(chunks, messages=messages)
+
+
+def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    """An agent loop over LiteLLM: call, run the wrapped tools it asks for, call again."""
+    tools = bb.tools({"get_weather": travel.get_weather, "get_time": travel.get_time})
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": instructions},
+        {"role": "user", "content": PROMPT},
+    ]
+    while True:
+        message = asyncio.run(complete(flavor, root, messages)).choices[0].message
+        if not message.tool_calls:
+            return str(message.content)
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            result = tools[call.function.name](**json.loads(call.function.arguments))
+            content = result if isinstance(result, str) else json.dumps(result)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+) -> Recording:
+    flavor.script(fake_provider)
+    recording, answer, tools = record(
+        fake_provider, tmp_path / "litellm.json", sessions, partial(run, flavor)
+    )
+    assert answer == FINAL
+    assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
+    return recording
+
+
+def test_the_recording_holds_the_underlying_protocol(recorded: Recording, flavor: Flavor) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    [user] = first["messages"]
+    assert (first["systemPrompt"], user["role"]) == (INSTRUCTIONS, "user")
+    assert PROMPT in json.dumps(user["content"])  # LiteLLM sends Anthropic a list of text blocks
+    assert [definition["name"] for definition in first["tools"]] == ["get_weather", "get_time"]
+    assert first["model"] == flavor.model("")["model"].split("/", 1)[1]
+    assert [payload(recorded.path, index)["result"] for index in (3, 5)] == [WEATHER, LOCAL_TIME]
+    assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_replay_is_offline_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+) -> None:
+    replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+) -> None:
+    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), BadRequestError)
+
+
+#: A user's test file importing LiteLLM inside the test, while the session runs: its price-list fetch
+#: would come then, and the replay has no key (the plugin sets a placeholder) and no provider.
+INNER_TEST = """
+import os
+
+import pytest
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    import litellm
+
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    messages = [{"role": "user", "content": "What's the weather in Paris?"}]
+    weather = blackbox.tool("get_weather", get_weather)
+    while True:
+        message = litellm.completion(
+            model="anthropic/claude-sonnet-4-5", messages=messages, tools=[tool]
+        ).choices[0].message
+        if not message.tool_calls:
+            break
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            result = weather(**__import__("json").loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": str(result)})
+    assert message.content == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+"""
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    inner.in_a_process_of_its_own = True  # LiteLLM is first imported while the session runs
+    cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
+    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
+
+
+def test_an_anthropic_stream_litellm_leaves_unread_is_refused_while_recording(
+    fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
+) -> None:
+    """LiteLLM's sync Anthropic stream closes after ``message_delta``: a replay could not know that."""
+    flavor = Flavor("anthropic", "sync-stream")
+    flavor.script(fake_provider)
+    bb = sessions(mode="record", out=tmp_path / "unread.json")
+    with pytest.raises(BlackboxUnsupportedError, match="stopped reading the streamed answer of model call 1"):
+        run(flavor, fake_provider.base_url, bb, TravelTools())
+    assert not (tmp_path / "unread.json").exists()
