@@ -20,6 +20,8 @@ PROVIDERS = ("Anthropic", "OpenAI", "Gemini")
 NOT_LISTS = {
     # how each SDK splits text into blocks or parts: Gemini's parts are not named, they are joined
     ("docs/providers.md", "how text is split into blocks or parts"),
+    # the fake provider's envelope fields, each named with the one API that sends it
+    ("docs/fake-provider.md", "candidate_index=False"),
 }
 
 

@@ -57,6 +57,11 @@ def block_of(block: dict[str, Any], at: str, side: str) -> Block | None:
     unsupported(f"{label(kind)} blocks", _BLOCKS_ADVICE, at)
 
 
+#: A tool call's ``caller`` when the model called the tool itself: the default, so not recorded, and a
+#: cassette of such calls stays what the original Blackbox (arda-ulas/blackbox) writes.
+_DIRECT: Final = {"type": "direct"}
+
+
 def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
     if kind != "tool_use":
         _known_fields(block, kind, ("type", "id", "name", "input", _MCP_SERVER, "cache_control"), at)
@@ -65,7 +70,7 @@ def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
     tool_input = json_copy({} if block.get("input") is None else block["input"])
     if kind == "tool_use":
         part = {"type": "tool_use", "toolCallId": "", "toolName": name, "toolInput": tool_input}
-        if block.get("caller") is not None:
+        if block.get("caller") not in (None, _DIRECT):  # the default caller: as the original Blackbox
             part["caller"] = neutral_fields(
                 require_object(block["caller"], f"{at}.caller", side), f"{at}.caller"
             )

@@ -307,13 +307,18 @@ def test_a_long_traceback_is_kept_and_the_block_added_below(sync_suite: Suite) -
     )
 
 
-IMAGE = """
+SEARCH_RESULT = """
 @pytest.mark.blackbox
-def test_image(blackbox, anthropic_options):
+def test_search_result(blackbox, anthropic_options):
     client = anthropic.Anthropic(**anthropic_options)
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cloud.png"}}
+    found = {
+        "type": "search_result",
+        "source": "https://example.com/clouds",
+        "title": "Clouds",
+        "content": [{"type": "text", "text": "Cumulus clouds are puffy."}],
+    }
     client.messages.create(
-        model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": [image]}]
+        model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": [found]}]
     )
 """
 
@@ -330,10 +335,10 @@ def test_weather(blackbox, anthropic_options):
     ("body", "test", "statement", "error", "counted"),
     [
         pytest.param(
-            IMAGE,
-            "test_image",
+            SEARCH_RESULT,
+            "test_search_result",
             "client.messages.create(",
-            'blackbox: "image" content blocks is not supported yet; * (messages[[]0[]].content[[]0[]])',
+            'blackbox: "search_result" content blocks is not supported yet; * (messages[[]0[]].content[[]0[]])',
             summary(unsupported=1),
             id="unsupported-field",
         ),

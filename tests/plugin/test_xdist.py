@@ -40,8 +40,8 @@ DEF test_not_written(blackbox, anthropic_options):
 @pytest.mark.blackbox(record_mode="once")
 def test_unsupported(blackbox, anthropic_options):
     client = anthropic.Anthropic(**anthropic_options)
-    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/cloud.png"}}
-    messages = [{"role": "user", "content": [image]}]
+    found = {"type": "search_result", "source": "https://example.com", "title": "Clouds", "content": []}
+    messages = [{"role": "user", "content": [found]}]
     client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=messages)
 """
 

@@ -142,17 +142,21 @@ def test_a_tool_search_result_of_tool_references_is_compared_as_the_tools_it_nam
     assert parts[0]["result"] == {"toolReferences": ["get_rate"]}
 
 
-def test_a_call_s_caller_is_kept_and_given_back() -> None:
-    call = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": {"type": "direct"}}
-    output = anthropic.normalize_response({"content": [call], "stop_reason": "tool_use"}, CallIds())
+def test_a_direct_caller_is_not_recorded_and_another_is_kept_and_given_back() -> None:
+    direct = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": {"type": "direct"}}
+    output = anthropic.normalize_response({"content": [direct], "stop_reason": "tool_use"}, CallIds())
+    assert "content" not in output  # the default caller: what the original Blackbox writes
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    response = {"content": [{**direct, "caller": caller}], "stop_reason": "tool_use"}
+    output = anthropic.normalize_response(response, CallIds())
     assert output.get("content") == [
         {
             "type": "tool_use",
             "toolCallId": "call-0",
             "toolName": "f",
             "toolInput": {},
-            "caller": {"type": "direct"},
+            "caller": {"type": "code_execution_20250825", "toolId": "server-0"},
         }
     ]
     body = anthropic.synthesize_response(output, output_index=0, model="m", timestamp=0)
-    assert body["content"][0]["caller"] == {"type": "direct"}
+    assert body["content"][0]["caller"] == {"type": "code_execution_20250825", "tool_id": "server-0"}
