@@ -338,7 +338,8 @@ def test_weather(blackbox, anthropic_options):
             SEARCH_RESULT,
             "test_search_result",
             "client.messages.create(",
-            'blackbox: "search_result" content blocks is not supported yet; * (messages[[]0[]].content[[]0[]])',
+            'blackbox: "search_result" content blocks is not supported yet; *'
+            " (messages[[]0[]].content[[]0[]])",
             summary(unsupported=1),
             id="unsupported-field",
         ),
