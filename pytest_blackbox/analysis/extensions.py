@@ -55,7 +55,7 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
     Extension(
         "stops, logprobs and moderation",
         "stops-choices-logprobs-and-moderation",
-        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted"}),
+        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "present"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
 )

@@ -18,8 +18,8 @@ import json
 from typing import Any, Final, Literal
 
 from ..trace.canonical import js_stringify
-from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolDefinition
-from .anthropic_content import DROPPED, Block, block_of, neutral_parts, wire_block
+from ..trace.model import Message, ModelInput, ModelOutput, Present, Stop, ToolDefinition
+from .anthropic_content import DROPPED, Block, block_of, direct_callers, neutral_parts, wire_block
 from .common import (
     CallIds,
     is_stream_request,
@@ -37,6 +37,7 @@ from .common import (
     unsupported,
 )
 from .content import builtin_tool, ordered_output
+from .envelope import with_envelope
 from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
@@ -256,9 +257,10 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
     """
     response = require_object(body, "the response body", "response")
+    content = list_field(response, "content", "response")
     blocks = [
         read
-        for index, raw in enumerate(list_field(response, "content", "response"))
+        for index, raw in enumerate(content)
         if (
             read := block_of(
                 require_object(raw, f"content[{index}]", "response"), f"content[{index}]", "response"
@@ -270,7 +272,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     for field in ("stop_details", "container"):
         if response.get(field) is not None:
             unsupported(f"{field} in a response", _NOT_RECORDED, field)
-    output = ordered_output(neutral_parts(blocks, ids, "content"), stop)
+    present: tuple[Present, ...] = ("directCaller",) if direct_callers(content) else ()
+    output = with_envelope(ordered_output(neutral_parts(blocks, ids, "content"), stop), present=present)
     if stop == "stopSequence" and output["type"] == "final_answer":
         output["stopSequence"] = require_str(response.get("stop_sequence"), "stop_sequence", "response")
     return output
@@ -300,7 +303,8 @@ def synthesize_response(
     Messages API carries no creation time.
     """
     recorded = read_output(output)
-    content = [wire_block(part) for part in recorded.parts]
+    direct = "directCaller" in recorded.present
+    content = [wire_block(part, direct_caller=direct) for part in recorded.parts]
     return {
         "id": f"blackbox-replay-{output_index}",
         "type": "message",

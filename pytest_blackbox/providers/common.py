@@ -27,6 +27,7 @@ from ..trace.model import (
     Message,
     ModelInput,
     Omitted,
+    Present,
     Stop,
     ToolCallRef,
     ToolCallsOutput,
@@ -36,6 +37,7 @@ from ..trace.model import (
 __all__ = [
     "OMITTABLE",
     "OUTPUT_PARTS",
+    "PRESENTABLE",
     "STOPS",
     "CallIds",
     "ReplayOutput",
@@ -62,6 +64,8 @@ __all__ = [
 
 #: The neutral names a ``model_output``'s ``omitted`` may hold (``Omitted`` in the trace model).
 OMITTABLE: Final[tuple[str, ...]] = get_args(Omitted)
+#: The neutral names a ``model_output``'s ``present`` may hold (``Present`` in the trace model).
+PRESENTABLE: Final[tuple[str, ...]] = get_args(Present)
 #: Every neutral stop (``Stop`` in the trace model); a ``tool_calls`` output allows only ``length``.
 STOPS: Final[tuple[str, ...]] = get_args(Stop)
 
@@ -454,6 +458,8 @@ class ReplayOutput:
     moderation: dict[str, Any] | None = None
     #: The neutral names of wire fields the response left out (see ``providers.envelope``).
     omitted: frozenset[str] = frozenset()
+    #: The neutral names of default-valued wire fields the response spelled out.
+    present: frozenset[str] = frozenset()
     #: The stop sequence that ended the answer (with ``stop == "stopSequence"``).
     stop_sequence: str | None = None
     #: The recorded token log probabilities of the text (camelCase), when the response had them.
@@ -544,21 +550,24 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
 
 def _envelope(output: dict[str, Any]) -> dict[str, Any]:
     """The optional fields of an output beyond text, calls and stop (``ReplayOutput``'s keywords)."""
-    moderation, omitted = output.get("moderation"), output.get("omitted", [])
+    moderation = output.get("moderation")
     sequence, logprobs = output.get("stopSequence"), output.get("logprobs")
     if moderation is not None and not isinstance(moderation, dict):
         _bad_output("has a moderation that is not a JSON object")
     if logprobs is not None and not isinstance(logprobs, list):
         _bad_output("has logprobs that are not a list")
-    if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
-        _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
+    for field, names in (("omitted", OMITTABLE), ("present", PRESENTABLE)):
+        listed = output.get(field, [])
+        if not isinstance(listed, list) or not all(name in names for name in listed):
+            _bad_output(f"has {field} other than a list of {', '.join(names)}")
     if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(
         sequence, (str, type(None))
     ):
         _bad_output('has a stopSequence without stop "stopSequence", or the other way round')
     return {
         "moderation": moderation,
-        "omitted": frozenset(omitted),
+        "omitted": frozenset(output.get("omitted", [])),
+        "present": frozenset(output.get("present", [])),
         "stop_sequence": sequence,
         "logprobs": logprobs,
     }

@@ -7,7 +7,9 @@ its category names, which are data, as sent; a replay converts it back and hands
 object. ``logprobs`` keeps the answer text's token log probabilities (both OpenAI APIs share their
 shape) the same way. ``omitted`` lists the neutral names of wire fields a response left out where a replay
 otherwise sends a default (Gemini's candidate ``index``, the Responses ``logprobs`` of a text part),
-so the replayed object has the same fields the live one had.
+so the replayed object has the same fields the live one had; ``present`` is its mirror, the wire
+fields a response spelled out at their default where a replay otherwise leaves them out (an Anthropic
+tool call's ``caller: {"type": "direct"}``).
 
 See docs/cassette-format.md#stops-choices-logprobs-and-moderation.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final, TypeVar
 
-from ..trace.model import FinalAnswer, Omitted, ToolCallsOutput
+from ..trace.model import FinalAnswer, Omitted, Present, ToolCallsOutput
 from .common import json_copy, label, malformed, present, unsupported
 
 __all__ = ["chat_logprobs", "chat_logprobs_wire", "merge_chat_logprobs", "wire_json", "with_envelope"]
@@ -31,16 +33,23 @@ _NOT_RECORDED: Final = "it is not recorded, so a replay could not give it back"
 
 
 def with_envelope(
-    output: Output, *, moderation: Any = None, logprobs: Any = None, omitted: tuple[Omitted, ...] = ()
+    output: Output,
+    *,
+    moderation: Any = None,
+    logprobs: Any = None,
+    omitted: tuple[Omitted, ...] = (),
+    present: tuple[Present, ...] = (),
 ) -> Output:
-    """``output`` with the moderation result, the logprobs and the omitted fields, each only when
-    there is one (``logprobs``: the wire's list of tokens, at its place in the response)."""
+    """``output`` with the moderation result, the logprobs and the omitted and present fields, each
+    only when there is one (``logprobs``: the wire's list of tokens, at its place in the response)."""
     if moderation is not None:
         output["moderation"] = _neutral(moderation, "moderation")
     if logprobs is not None:
         output["logprobs"] = _neutral(logprobs, "logprobs")
     if omitted:
         output["omitted"] = list(omitted)
+    if present:
+        output["present"] = list(present)
     return output
 
 

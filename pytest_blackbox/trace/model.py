@@ -125,6 +125,9 @@ Stop = Literal[
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
 Omitted = Literal["candidateIndex", "textLogprobs"]
+#: The wire fields a response may spell out at their default that a replay otherwise leaves out
+#: (see ``present`` below).
+Present = Literal["directCaller"]
 
 
 class _Envelope(TypedDict, total=False):
@@ -132,12 +135,14 @@ class _Envelope(TypedDict, total=False):
 
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
-    ``omitted`` names wire fields this response left out, so a replay leaves them out too.
+    ``omitted`` names wire fields this response left out, so a replay leaves them out too;
+    ``present`` names default-valued wire fields this response spelled out, so a replay sends them too.
     """
 
     moderation: dict[str, Any]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
+    present: list[Present]
 
 
 class _FinalAnswerFields(_Envelope):

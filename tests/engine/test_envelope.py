@@ -442,3 +442,55 @@ def test_a_different_top_logprobs_request_diverges(
     with pytest.raises(ReplayDivergenceError) as caught:
         session.finish(result="anything")
     assert (caught.value.path, caught.value.expected, caught.value.actual) == ("params.topLogprobs", "2", "5")
+
+
+def ask_anthropic_calls(is_async: bool, stream: bool, root: str) -> list[Any]:
+    """One Anthropic call: each tool call's ``caller`` as the SDK handed it over."""
+
+    async def call() -> list[Any]:
+        client: Any = (anthropic.AsyncAnthropic if is_async else anthropic.Anthropic)(
+            base_url=root, max_retries=0
+        )
+        request = {
+            "model": "claude-sonnet-5",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "Go."}],
+        }
+        if stream:
+            manager = client.messages.stream(**request)
+            if is_async:
+                async with manager as events:
+                    message = await events.get_final_message()
+            else:
+                with manager as events:
+                    message = events.get_final_message()
+        else:
+            message = await settle(client.messages.create(**request))
+        return [block.model_dump(mode="json").get("caller") for block in message.content]
+
+    return asyncio.run(call())
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("direct", [True, False], ids=["caller-direct", "caller-left-out"])
+def test_an_anthropic_tool_call_keeps_its_default_caller(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    is_async: bool,
+    stream: bool,
+    direct: bool,
+) -> None:
+    caller = {"caller": {"type": "direct"}} if direct else {}
+    blocks = [
+        {"type": "tool_use", "id": f"toolu_01Call{n}", "name": "lookup", "input": {"n": n}, **caller}
+        for n in range(2)
+    ]
+    fake_provider.queue_anthropic_content(blocks, stop_reason="tool_use")
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: ask_anthropic_calls(is_async, stream, root)
+    )
+    assert live == [{"type": "direct"} if direct else None] * 2
+    assert replayed == live
+    payload = load_trace(path)["steps"][1]["payload"]
+    assert (payload.get("present"), "content" in payload) == (["directCaller"] if direct else None, False)
