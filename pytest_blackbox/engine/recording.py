@@ -190,6 +190,7 @@ class Recording:
             return
         if not self._concurrent:
             raise BlackboxUnsupportedError(refusal)
+        self._ids.states.go_concurrent()
         conversations = ConcurrentRecording()
         adopted = conversations.adopt(self.recorder.steps, ToolInvocation)
         latest = conversations.latest
@@ -205,6 +206,7 @@ class Recording:
     def record_call(self, wire: WireCall) -> Forward:
         """Send the call upstream; its answer is recorded when it arrives whole (a failure is not)."""
         started = self._clock()
+        self._ids.states.live = True  # from now on every request reaches the provider
         model_input = wire.normalize(self._ids, self.media)
         self._check_retry(model_input)
         self._numbered += 1
@@ -254,6 +256,7 @@ class Recording:
             return
         self.append_turn(call.model_input, call.started, output)
         call.step = len(self.recorder) - 2
+        self._ids.states.place(len(self.recorder) - 1)
 
     def _drop_call(self, call: ModelCall, failure: str | None = None) -> None:
         """Forget a call that got no answer to record; a failure waits for a request that retries it."""

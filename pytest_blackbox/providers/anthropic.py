@@ -36,7 +36,7 @@ from .common import (
     tool_definition,
     unsupported,
 )
-from .content import builtin_tool, ordered_output
+from .content import builtin_tool, neutral_fields, ordered_output, wire_fields
 from .envelope import with_envelope
 from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
@@ -75,6 +75,7 @@ _PARAMS: Final = (
     ("thinking", "thinking"),
     ("context_management", "contextManagement"),
     ("mcp_servers", "mcpServers"),
+    ("container", "container"),
 )
 _BLOCKS_ADVICE: Final = (
     "only text, image, document, tool_use and tool_result blocks can be recorded in this version"
@@ -117,8 +118,21 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         tools,
         system_prompt=_system_prompt(request.get("system")),
         model=request.get("model"),
-        params=pick_params(request, _PARAMS),
+        params=pick_params(
+            {**request, "container": _container_named(request.get("container"), ids)}, _PARAMS
+        ),
     )
+
+
+def _container_named(container: Any, ids: CallIds) -> Any:
+    """A request's ``container`` (an id, or an object with one) with the id neutral (``providers.state``)."""
+    if container is None:
+        return None
+    named = container.get("id") if isinstance(container, dict) else container
+    if not isinstance(named, str):
+        malformed("container", 'a string id or an object with a string "id"')
+    neutral = ids.states.named("container", named, "container")
+    return {**container, "id": neutral} if isinstance(container, dict) else neutral
 
 
 def _system_prompt(system: Any) -> str | None:
@@ -269,11 +283,15 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
         is not None
     ]
     stop = _stop(response.get("stop_reason"), has_calls=any(part["type"] == "tool_use" for part, _ in blocks))
-    for field in ("stop_details", "container"):
-        if response.get(field) is not None:
-            unsupported(f"{field} in a response", _NOT_RECORDED, field)
+    if response.get("stop_details") is not None:
+        unsupported("stop_details in a response", _NOT_RECORDED, "stop_details")
     present: tuple[Present, ...] = ("directCaller",) if direct_callers(content) else ()
     output = with_envelope(ordered_output(neutral_parts(blocks, ids, "content"), stop), present=present)
+    if response.get("container") is not None:
+        container = require_object(response["container"], "container", "response")
+        provider_id = require_str(container.get("id"), "container.id", "response")
+        fields = neutral_fields({key: value for key, value in container.items() if key != "id"}, "container")
+        output["container"] = {"id": ids.states.handed_out("container", provider_id), **fields}
     if stop == "stopSequence" and output["type"] == "final_answer":
         output["stopSequence"] = require_str(response.get("stop_sequence"), "stop_sequence", "response")
     return output
@@ -316,7 +334,7 @@ def synthesize_response(
         ),
         "stop_sequence": recorded.stop_sequence,
         "stop_details": None,
-        "container": None,
+        "container": None if recorded.container is None else _wire_container(recorded.container),
         "diagnostics": None,
         "usage": {
             "input_tokens": 0,
@@ -329,6 +347,14 @@ def synthesize_response(
             "inference_geo": None,
             "output_tokens_details": None,
         },
+    }
+
+
+def _wire_container(recorded: dict[str, Any]) -> dict[str, Any]:
+    """The ``container`` a replay sends: the recorded one, its id the neutral one."""
+    return {
+        "id": recorded["id"],
+        **wire_fields({key: value for key, value in recorded.items() if key != "id"}),
     }
 
 
@@ -459,7 +485,7 @@ def synthesize_stream(
     unused: a Messages stream has no request-dependent parts.
     """
     message = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
-    start = {**message, "content": [], "stop_reason": None}
+    start = {**message, "content": [], "stop_reason": None, "container": None}
     events = [_event("message_start", message=start), _event("ping")]
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block))
@@ -468,6 +494,8 @@ def synthesize_stream(
         "stop_sequence": message["stop_sequence"],
         "stop_details": None,
     }
+    if message["container"] is not None:  # the API names the container in the delta
+        stop["container"] = message["container"]
     events.append(_event("message_delta", delta=stop, usage={"output_tokens": 0}))
     events.append(_event("message_stop"))
     return events

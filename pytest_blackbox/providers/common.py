@@ -33,6 +33,7 @@ from ..trace.model import (
     ToolCallsOutput,
     ToolDefinition,
 )
+from .state import StateIds
 
 __all__ = [
     "OMITTABLE",
@@ -103,6 +104,8 @@ class CallIds:
         self._normalized: dict[int, tuple[Any, int, int, Any]] = {}
         self._next_server = 0
         self._servers: dict[str, tuple[str, str]] = {}
+        #: Ids of conversation state the provider keeps (response ids, conversations, containers).
+        self.states = StateIds()
 
     def neutral(self, provider_id: str, name: str | None = None) -> str:
         """The ``call-N`` for a provider id, assigning the next one if the id is new."""
@@ -464,6 +467,10 @@ class ReplayOutput:
     stop_sequence: str | None = None
     #: The recorded token log probabilities of the text (camelCase), when the response had them.
     logprobs: list[Any] | None = None
+    #: The neutral id of the conversation the response belonged to (Responses ``conversation``).
+    conversation: str | None = None
+    #: The container the response used (Anthropic ``container``): its neutral id, fields in camelCase.
+    container: dict[str, Any] | None = None
 
     @property
     def has_calls(self) -> bool:
@@ -556,6 +563,11 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         _bad_output("has a moderation that is not a JSON object")
     if logprobs is not None and not isinstance(logprobs, list):
         _bad_output("has logprobs that are not a list")
+    conversation, container = output.get("conversation"), output.get("container")
+    if not isinstance(conversation, (str, type(None))):
+        _bad_output("has a conversation that is not a string")
+    if container is not None and not (isinstance(container, dict) and isinstance(container.get("id"), str)):
+        _bad_output("has a container that is not an object with a string id")
     for field, names in (("omitted", OMITTABLE), ("present", PRESENTABLE)):
         listed = output.get(field, [])
         if not isinstance(listed, list) or not all(name in names for name in listed):
@@ -570,6 +582,8 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         "present": frozenset(output.get("present", [])),
         "stop_sequence": sequence,
         "logprobs": logprobs,
+        "conversation": conversation,
+        "container": container,
     }
 
 

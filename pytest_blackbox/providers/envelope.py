@@ -22,7 +22,14 @@ from typing import Any, Final, TypeVar
 from ..trace.model import FinalAnswer, Omitted, Present, ToolCallsOutput
 from .common import json_copy, label, malformed, present, unsupported
 
-__all__ = ["chat_logprobs", "chat_logprobs_wire", "merge_chat_logprobs", "wire_json", "with_envelope"]
+__all__ = [
+    "Output",
+    "chat_logprobs",
+    "chat_logprobs_wire",
+    "merge_chat_logprobs",
+    "wire_json",
+    "with_envelope",
+]
 
 Output = TypeVar("Output", FinalAnswer, ToolCallsOutput, FinalAnswer | ToolCallsOutput)
 

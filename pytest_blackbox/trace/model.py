@@ -136,13 +136,17 @@ class _Envelope(TypedDict, total=False):
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
     ``omitted`` names wire fields this response left out, so a replay leaves them out too;
-    ``present`` names default-valued wire fields this response spelled out, so a replay sends them too.
+    ``present`` names default-valued wire fields this response spelled out, so a replay sends them too;
+    ``conversation`` (a neutral id) and ``container`` (its neutral ``id`` and other fields in camelCase)
+    are the conversation state the provider keeps that the response named.
     """
 
     moderation: dict[str, Any]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
     present: list[Present]
+    conversation: str
+    container: dict[str, Any]
 
 
 class _FinalAnswerFields(_Envelope):

@@ -498,9 +498,6 @@ RESPONSE_REFUSALS = [
         id="stop-details",
     ),
     pytest.param(
-        response([text("x")], container={"id": "c"}), "container in a response", "(container)", id="container"
-    ),
-    pytest.param(
         response([tool_use("toolu_X", "f", {})], "refusal"),
         "stop_reason refusal together with tool calls",
         "(stop_reason)",

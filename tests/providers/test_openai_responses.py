@@ -267,15 +267,14 @@ def test_a_history_sent_back_from_a_replay_normalizes_like_the_live_one() -> Non
     ("fields", "expected"),
     [
         pytest.param(
-            {"previous_response_id": "resp_1"},
-            "previous_response_id (a conversation kept by the provider) is not supported yet; send the whole "
-            "conversation in input and the prompt text in instructions, so the cassette holds what the model "
-            "saw and a replay can compare it (previous_response_id)",
-            id="previous-response-id",
+            {"prompt": {"id": "pmpt_1"}},
+            "a stored prompt (prompt) is not supported yet; send the whole conversation in input and the "
+            "prompt text in instructions, so the cassette holds what the model saw and a replay can compare "
+            "it (prompt)",
+            id="prompt",
         ),
-        pytest.param({"conversation": "conv_1"}, "(conversation)", id="conversation"),
         pytest.param(
-            {"prompt": {"id": "pmpt_1"}}, "a stored prompt (prompt) is not supported yet", id="prompt"
+            {"previous_response_id": 7}, "previous_response_id must be a string id", id="previous-id"
         ),
         pytest.param(
             {"background": True},
@@ -562,7 +561,7 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
     )
     assert pretty_json(body) == pretty_json(
         {
-            "id": "blackbox-replay-4",
+            "id": "response-4",
             "object": "response",
             "created_at": 1767225600,
             "status": "completed",

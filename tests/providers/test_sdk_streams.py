@@ -282,7 +282,7 @@ def test_responses_stream_helper_assembles_the_recorded_turn(output: dict[str, A
     with replaying(output), gpt().responses.stream(model="gpt-x", input="weather?") as stream:
         final = stream.get_final_response()
     assert openai_responses.normalize_response(dumped(final), CallIds()) == output
-    assert final.id == "blackbox-replay-7"
+    assert final.id == "response-7"
 
 
 @outputs

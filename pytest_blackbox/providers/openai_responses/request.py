@@ -26,6 +26,7 @@ from ..common import (
 from ..content import builtin_tool
 from ..media import RESPONSES_MEDIA, responses_media, text_or_media
 from ..responses_content import SERVER_ITEMS, server_part
+from ..state import StateKind
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
 #: ``text.verbosity`` and the tools' ``strict`` flags are lifted to the top level before picking.
@@ -42,14 +43,12 @@ _PARAMS: Final = (
     ("top_logprobs", "topLogprobs"),
     ("truncation", "truncation"),
     ("moderation", "moderation"),
+    ("previous_response_id", "previousResponseId"),
+    ("conversation", "conversation"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
-_SERVER_STATE: Final = (
-    ("previous_response_id", "previous_response_id (a conversation kept by the provider)"),
-    ("conversation", "conversation (a conversation kept by the provider)"),
-    ("prompt", "a stored prompt (prompt)"),
-)
+_SERVER_STATE: Final = (("prompt", "a stored prompt (prompt)"),)
 _SERVER_STATE_ADVICE: Final = (
     "send the whole conversation in input and the prompt text in instructions, so the cassette holds "
     "what the model saw and a replay can compare it"
@@ -71,7 +70,8 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Responses request body; refusals come before sending.
 
     ``stream`` and ``stream_options`` are not part of it, nor is ``store``: keeping a response on the
-    server does not change the answer; only referring back to kept state does, and that is refused.
+    server does not change the answer; referring back to kept state does, and ``previous_response_id``
+    and ``conversation`` are compared as the neutral ids they map to (``state``).
     ``path`` gives only the Azure OpenAI deployment it names; the Responses API carries the rest in the body.
     """
     request = require_object(body, "the request body")
@@ -92,9 +92,34 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         system_prompt="\n\n".join(instructions) if instructions else None,
         model=request.get("model"),
         params=pick_params(
-            {**_lifted_controls(request, tools), "path.deployment": azure_deployment(path)}, _PARAMS
+            {
+                **_lifted_controls(request, tools),
+                **_kept_state(request, ids),
+                "path.deployment": azure_deployment(path),
+            },
+            _PARAMS,
         ),
     )
+
+
+def _kept_state(request: dict[str, Any], ids: CallIds) -> dict[str, str | None]:
+    """The conversation state the request continues, as neutral ids (``providers.state``)."""
+    conversation = request.get("conversation")
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+    return {
+        "previous_response_id": _state_id(request.get("previous_response_id"), "response", ids),
+        "conversation": _state_id(conversation, "conversation", ids),
+    }
+
+
+def _state_id(value: Any, kind: StateKind, ids: CallIds) -> str | None:
+    field = "previous_response_id" if kind == "response" else kind
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        malformed(field, "a string id")
+    return ids.states.named(kind, value, field)
 
 
 def _check_request(request: dict[str, Any]) -> None:

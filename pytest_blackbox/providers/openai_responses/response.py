@@ -20,7 +20,7 @@ from ..common import (
     unsupported,
 )
 from ..content import ordered_output, text_part
-from ..envelope import with_envelope
+from ..envelope import Output, with_envelope
 from ..responses_content import SERVER_ITEMS, annotations_of, server_part
 from .request import TEXT_ADVICE
 
@@ -52,7 +52,9 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 "a replay returns a refusal alone",
                 "output",
             )
-        return with_envelope(final_answer(refusal, "refusal"), moderation=moderation)
+        return _kept_state(
+            with_envelope(final_answer(refusal, "refusal"), moderation=moderation), response, ids
+        )
     if stop == "contentFilter" and any(part["type"] != "text" for part in parts):
         unsupported("function calls in a response stopped by the content filter", _ONE_TEXT_ADVICE, "output")
     has_text = any(part["type"] == "text" and part["text"] for part in parts)
@@ -66,9 +68,24 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
             )
         elif part["type"] == "server_tool_use":
             part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
-    return with_envelope(
+    output = with_envelope(
         ordered_output(parts, stop), moderation=moderation, logprobs=logprobs or None, omitted=omitted
     )
+    return _kept_state(output, response, ids)
+
+
+def _kept_state(output: Output, response: dict[str, Any], ids: CallIds) -> Output:
+    """``output`` with the conversation the response belongs to, its own id noted for later requests."""
+    if isinstance(response.get("id"), str):
+        ids.states.answered(response["id"])
+    conversation = response.get("conversation")
+    if conversation is not None:
+        conversation_id = require_object(conversation, "conversation", "response").get("id")
+        at = "conversation.id"
+        output["conversation"] = ids.states.named(
+            "conversation", require_str(conversation_id, at, "response"), at
+        )
+    return output
 
 
 def _status_stop(response: dict[str, Any]) -> Literal["length", "contentFilter"] | None:

@@ -18,7 +18,8 @@ def synthesize_response(
 ) -> dict[str, Any]:
     """The Responses response a replay returns for a recorded output.
 
-    The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
+    The response id is ``response-<i>``, the neutral id a later ``previous_response_id`` names it by
+    (``providers.state``); item ids keep the API's ``msg_`` / ``fc_`` prefixes
     and are derived from it; call ids are the neutral ``call-N``; usage is zero; ``created_at`` is the
     recorded step's time in seconds. A text part has the recorded ``logprobs`` (``[]`` when none were
     recorded) unless the recorded response left them out (``omitted``); a recorded moderation result
@@ -26,7 +27,7 @@ def synthesize_response(
     as it did live, even for an empty answer.
     """
     recorded = read_output(output)
-    response_id = f"blackbox-replay-{output_index}"
+    response_id = f"response-{output_index}"
     reason = next((wire for wire, stop in INCOMPLETE_REASONS.items() if stop == recorded.stop), None)
     incomplete = reason is not None
     logprobs = {} if "textLogprobs" in recorded.omitted else {"logprobs": wire_json(recorded.logprobs or [])}
@@ -81,6 +82,8 @@ def synthesize_response(
     }
     if recorded.moderation is not None:
         response["moderation"] = wire_json(recorded.moderation)
+    if recorded.conversation is not None:
+        response["conversation"] = {"id": recorded.conversation}
     return response
 
 

@@ -48,12 +48,21 @@ def script(ids: Ids, text: str | None, calls: Calls, *, gzip: bool, envelope: En
     return _script(ids, message, gzip=gzip)
 
 
-def content_script(ids: Ids, blocks: Sequence[Mapping[str, Any]], stop_reason: str, *, gzip: bool) -> Script:
-    """A message whose content is ``blocks`` as given (server tools, citations, several texts)."""
+def content_script(
+    ids: Ids,
+    blocks: Sequence[Mapping[str, Any]],
+    stop_reason: str,
+    *,
+    gzip: bool,
+    container: Mapping[str, Any] | None = None,
+) -> Script:
+    """A message whose content is ``blocks`` as given (server tools, citations, several texts), with
+    the code execution ``container`` it used, if any (streamed: in ``message_delta``, as the API does)."""
 
     def message(request: ReceivedRequest) -> dict[str, Any]:
         content = [dict(block) for block in blocks]
-        return {**_message(request, ids, None, ()), "content": content, "stop_reason": stop_reason}
+        built = {**_message(request, ids, None, ()), "content": content, "stop_reason": stop_reason}
+        return built if container is None else {**built, "container": dict(container)}
 
     return _script(ids, message, gzip=gzip)
 
@@ -111,6 +120,7 @@ def _events(message: dict[str, Any]) -> Iterator[bytes]:
     """The event sequence of a streamed message; text and tool input are split in two deltas each."""
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    start.pop("container", None)
     yield sse("message_start", {"type": "message_start", "message": start})
     yield sse("ping", {"type": "ping"})
     for index, block in enumerate(message["content"]):
@@ -122,6 +132,8 @@ def _events(message: dict[str, Any]) -> Iterator[bytes]:
             yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
         yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
     stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+    if "container" in message:
+        stop["container"] = message["container"]
     final_usage = {"output_tokens": usage["output_tokens"]}
     yield sse("message_delta", {"type": "message_delta", "delta": stop, "usage": final_usage})
     yield sse("message_stop", {"type": "message_stop"})

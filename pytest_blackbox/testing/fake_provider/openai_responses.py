@@ -92,7 +92,10 @@ def _response(
         for name, args in calls
     ]
     input_tokens, output_tokens = tokens(request.body), tokens(json.dumps(output))
-    moderation = {} if envelope.moderation is None else {"moderation": dict(envelope.moderation)}
+    extra = {} if envelope.moderation is None else {"moderation": dict(envelope.moderation)}
+    conversation = body.get("conversation")
+    if conversation is not None:  # the API echoes the conversation a request continues, as an object
+        extra["conversation"] = conversation if isinstance(conversation, dict) else {"id": conversation}
     return {
         "id": ids.make("resp_", 48),
         "object": "response",
@@ -105,6 +108,7 @@ def _response(
         "model": model_of(request, "gpt-5"),
         "output": output,
         "parallel_tool_calls": True,
+        "previous_response_id": body.get("previous_response_id"),
         "store": True,
         "temperature": 1.0,
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
@@ -118,7 +122,7 @@ def _response(
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input_tokens + output_tokens,
         },
-        **moderation,
+        **extra,
     }
 
 

@@ -155,13 +155,19 @@ class FakeProvider:
         self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_anthropic_content(
-        self, blocks: Sequence[Mapping[str, Any]], *, stop_reason: str = "end_turn", gzip: bool = False
+        self,
+        blocks: Sequence[Mapping[str, Any]],
+        *,
+        stop_reason: str = "end_turn",
+        gzip: bool = False,
+        container: Mapping[str, Any] | None = None,
     ) -> None:
         """An Anthropic Messages answer whose ``content`` is ``blocks`` as given: several text blocks,
-        text after a call, server tools and their results, text with citations."""
+        text after a call, server tools and their results, text with citations; ``container`` is the
+        code execution container it used (``{"id", "expires_at"}``)."""
         calls = [(b["name"], b["input"]) for b in blocks if b.get("type") == "tool_use"]
         text = "".join(b["text"] for b in blocks if b.get("type") == "text") or None
-        script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip)
+        script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip, container=container)
         self._push(script, anthropic.PROTOCOL, said(text, calls))
 
     def queue_openai_text(
