@@ -36,6 +36,8 @@ class Extension:
     tool_fields: frozenset[str] = frozenset()
     #: ``model_output`` ``stop`` values that only it writes (the original knows ``length`` and ``refusal``).
     stops: frozenset[str] = frozenset()
+    #: ``model_input`` ``params`` keys that only it writes.
+    param_keys: frozenset[str] = frozenset()
 
     @property
     def doc(self) -> str:
@@ -58,6 +60,12 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "present"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
+    Extension(
+        "conversation state kept by the provider",
+        "conversation-state-kept-by-the-provider",
+        output_fields=frozenset({"conversation", "container"}),
+        param_keys=frozenset({"previousResponseId", "conversation", "container"}),
+    ),
 )
 
 
@@ -67,6 +75,7 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
     output_fields: set[str] = set()
     tool_fields: set[str] = set()
     stops: set[Any] = set()
+    param_keys: set[str] = set()
     for step in steps:
         if not isinstance(step, dict):
             continue
@@ -75,6 +84,8 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
             part_types.update(part.get("type") for part in message_parts(payload))
             tools = payload.get("tools") if isinstance(payload, dict) else None
             tool_fields.update(key for tool in tools or [] if isinstance(tool, dict) for key in tool)
+            params = payload.get("params") if isinstance(payload, dict) else None
+            param_keys.update(params if isinstance(params, dict) else ())
         elif step.get("type") == "model_output" and isinstance(payload, dict):
             output_fields.update(payload)
             stops.add(payload.get("stop"))
@@ -85,4 +96,5 @@ def extensions_used(steps: Iterable[Any]) -> list[Extension]:
         or extension.output_fields & output_fields
         or extension.tool_fields & tool_fields
         or extension.stops & stops
+        or extension.param_keys & param_keys
     ]

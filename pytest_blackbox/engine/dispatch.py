@@ -151,7 +151,10 @@ class Dispatch:
         turn = self.cursor.answer(model_input, in_order=self.fork is not None)  # a fork: as recorded
         note_call(self._owner, turn.number)
         assert turn.output is not None
-        self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(turn.output["payload"]))
+        refs = tool_calls_of(turn.output["payload"])
+        self._ids.register_identity(
+            [ref["toolCallId"] for ref in refs], {r["toolCallId"]: r["toolName"] for r in refs}
+        )
         return call.reply(model_input, turn.output)
 
     def _script_call(self, call: WireCall, recording: Recording) -> Reply:

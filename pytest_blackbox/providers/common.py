@@ -193,13 +193,17 @@ class CallIds:
         """The ``call-N`` already assigned to a provider id, without assigning one."""
         return self._by_provider.get(provider_id)
 
-    def register_identity(self, call_ids: Iterable[str]) -> None:
-        """Map replayed ``call-N`` ids to themselves and move the counter past them."""
+    def register_identity(self, call_ids: Iterable[str], names: Mapping[str, str] | None = None) -> None:
+        """Map replayed ``call-N`` ids to themselves and move the counter past them; ``names`` (id →
+        tool name) names the calls, for a request that sends a result without its call (a Responses
+        request continuing ``previous_response_id``)."""
         for call_id in call_ids:
             if self._by_provider.get(call_id, call_id) != call_id:
                 self._version += 1
             self._by_provider[call_id] = call_id
             self._advance_past(call_id)
+            if names is not None and call_id in names:
+                self.neutral(call_id, names[call_id])
 
     def fresh(self) -> str:
         """A new ``call-N`` that Blackbox itself hands out (unrequested invocations, scripted replies)."""

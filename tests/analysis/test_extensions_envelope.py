@@ -1,4 +1,5 @@
-"""`inspect` and `view` name the stops, logprobs and moderation extension when a cassette uses it."""
+"""`inspect` and `view` name the stops, logprobs and moderation extension and the conversation state one
+when a cassette uses them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.analysis.extensions import extensions_used
+
+
+STATE = "conversation state kept by the provider"
 
 
 def names(output: dict[str, Any]) -> list[str]:
@@ -24,9 +28,36 @@ def names(output: dict[str, Any]) -> list[str]:
         ({"stop": "contentFilter"}, ["stops, logprobs and moderation"]),
         ({"moderation": {"input": {}}}, ["stops, logprobs and moderation"]),
         ({"omitted": ["candidateIndex"]}, ["stops, logprobs and moderation"]),
+        ({"present": ["directCaller"]}, ["stops, logprobs and moderation"]),
         ({"stop": "pause"}, ["response content, provider-run tools and citations"]),
+        ({"container": {"id": "container-0"}}, [STATE]),
     ],
-    ids=["plain", "length", "refusal", "stop-sequence", "content-filter", "moderation", "omitted", "pause"],
+    ids=[
+        "plain",
+        "length",
+        "refusal",
+        "stop-sequence",
+        "content-filter",
+        "moderation",
+        "omitted",
+        "present",
+        "pause",
+        "container",
+    ],
 )
 def test_the_extension_is_named_only_when_used(output: dict[str, Any], expected: list[str]) -> None:
     assert names(output) == expected
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"maxTokens": 5}, []),
+        ({"previousResponseId": "response-1"}, [STATE]),
+        ({"container": "container-0"}, [STATE]),
+    ],
+    ids=["plain", "previous-response", "container"],
+)
+def test_a_request_naming_kept_state_uses_the_extension(params: dict[str, Any], expected: list[str]) -> None:
+    payload = {"messages": [], "tools": [], "params": params}
+    assert [e.name for e in extensions_used([{"type": "model_input", "payload": payload}])] == expected

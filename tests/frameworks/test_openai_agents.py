@@ -82,6 +82,9 @@ class Flavor:
     strict: bool = True
     #: ``Runner.run_streamed`` instead of ``Runner.run_sync``: every model request is streamed.
     streamed: bool = False
+    #: ``auto_previous_response_id``: each Responses request after the first names the previous response
+    #: and sends only the new items.
+    chained: bool = False
 
     def model(self, root: str) -> Model:
         client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=TEST_KEYS["OPENAI_API_KEY"])
@@ -111,9 +114,9 @@ FLAVORS = [
 ]
 
 
-async def run_streamed(agent: Agent[Any]) -> Any:
+async def run_streamed(agent: Agent[Any], chained: bool) -> Any:
     """The streamed run, read to the end."""
-    result = Runner.run_streamed(agent, PROMPT)
+    result = Runner.run_streamed(agent, PROMPT, auto_previous_response_id=chained)
     async for _event in result.stream_events():
         pass
     return result.final_output
@@ -124,7 +127,9 @@ def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions
     tool = function_tool(bb.tool("get_weather", tools.get_weather), strict_mode=flavor.strict)
     agent = Agent(name="travel", instructions=instructions, model=flavor.model(root), tools=[tool])
     output = (
-        asyncio.run(run_streamed(agent)) if flavor.streamed else Runner.run_sync(agent, PROMPT).final_output
+        asyncio.run(run_streamed(agent, flavor.chained))
+        if flavor.streamed
+        else Runner.run_sync(agent, PROMPT, auto_previous_response_id=flavor.chained).final_output
     )
     assert isinstance(output, str)
     return output
@@ -187,6 +192,27 @@ def test_strict_replay_fails_on_changed_instructions(
 ) -> None:
     rejected = openai.BadRequestError
     fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
+def test_a_chained_run_names_the_previous_response_by_its_neutral_id(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    sessions: Callable[..., Session],
+    network_guard: NetworkGuard,
+    streamed: bool,
+) -> None:
+    """``OpenAIResponsesModel`` with ``previous_response_id``: the second request sends only the tool
+    result and names the first response, which the replay hands out as ``response-1``."""
+    flavor = Flavor("responses", streamed=streamed, chained=True)
+    flavor.script(fake_provider)
+    recording, answer, _ = record(fake_provider, tmp_path / "chained.json", sessions, partial(run, flavor))
+    assert answer == FINAL
+    assert [str(r.json.get("previous_response_id"))[:5] for r in fake_provider.requests] == ["None", "resp_"]
+    second = payload(recording.path, 4)
+    assert second["params"]["previousResponseId"] == "response-1"
+    assert [message["role"] for message in second["messages"]] == ["user"]
+    replays_offline(recording, network_guard, sessions, partial(run, flavor), final=FINAL, steps=7)
 
 
 #: A user's test file: the pytest plugin's ``blackbox`` fixture and the SDK's default model (the Responses

@@ -7,11 +7,11 @@ consecutive ``function_call_output`` items one user turn of tool results; functi
 tool definitions; the behaviour controls ``params``. Reasoning items are dropped, as thinking blocks
 are: a replay cannot return them, so the history an agent sends back must normalize the same.
 
-Conversation state kept by the provider (``previous_response_id``, ``conversation``, item references,
-stored prompts, background responses) is refused: the request would not carry the conversation, so a
-cassette could neither hold it nor compare it, and a replayed response id means nothing to the
-server a live fork continues on. Provider-run built-in tools' items become ``server_tool_use``
-parts and ``output_text`` annotations citations (``responses_content``).
+Conversation state kept by the provider (``previous_response_id``, ``conversation``) is compared as
+the neutral ids it maps to (``providers.state``); item references, stored prompts and background
+responses are refused: the cassette could not hold what they stand for. Provider-run built-in
+tools' items become ``server_tool_use`` parts and ``output_text`` annotations citations
+(``responses_content``).
 
 This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
 the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses →
