@@ -1,7 +1,8 @@
 """OpenAI Responses output items ↔ ordered neutral parts: built-in tool items and cited text.
 
 A built-in tool's item (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
-``image_generation_call``, ``mcp_call``, ``mcp_list_tools``) holds the call and what it returned
+``image_generation_call``, ``mcp_call``, ``mcp_list_tools``; a tool search's ``tool_search_call`` and
+``tool_search_output``, whoever runs it) holds the call and what it returned
 together, so it becomes one ``server_tool_use`` part: ``toolName`` the item type, ``toolInput`` its
 fields but ``id`` and ``type``, and the item id a ``server-N`` id. An ``output_text`` part's
 ``annotations`` become the text part's ``citations``. One reading serves the response's ``output``
@@ -16,7 +17,14 @@ from typing import Any, Final
 from .common import CallIds, json_copy, label, malformed, require_object, require_str
 from .content import neutral_fields, server_use, wire_fields
 
-__all__ = ["SERVER_ITEMS", "annotations_of", "server_part", "wire_annotations", "wire_server_item"]
+__all__ = [
+    "SERVER_ITEMS",
+    "annotations_of",
+    "map_server_ids",
+    "server_part",
+    "wire_annotations",
+    "wire_server_item",
+]
 
 #: Output items of tools the provider runs itself; each holds its call and its result.
 SERVER_ITEMS: Final = frozenset(
@@ -27,18 +35,41 @@ SERVER_ITEMS: Final = frozenset(
         "image_generation_call",
         "mcp_call",
         "mcp_list_tools",
+        "tool_search_call",
+        "tool_search_output",
     }
 )
+#: The field of a tool search's items that names its call: a provider id, mapped to a ``server-N``.
+_CALL_ID: Final = "call_id"
 
 
 def server_part(item: dict[str, Any], at: str, side: str, ids: CallIds | None) -> dict[str, Any]:
-    """The ``server_tool_use`` part for a built-in tool's item; its id mapped only when ``ids`` is given
-    (a response maps ids after every item is checked)."""
+    """The ``server_tool_use`` part for a built-in tool's item; its ids mapped only when ``ids`` is given
+    (a response maps ids after every item is checked, with :func:`map_server_ids`).
+
+    A ``tool_search_output`` the agent sends (a client-executed tool search's result) may have no id:
+    it gets the next ``server-N``, on the recording and on the replay alike.
+    """
     kind = require_str(item.get("type"), f"{at}.type", side)
-    provider_id = require_str(item.get("id"), f"{at}.id", side)
+    if item.get("id") is None and kind == "tool_search_output" and ids is not None:
+        provider_id = ids.fresh_server()
+    else:
+        provider_id = require_str(item.get("id"), f"{at}.id", side)
     fields = {key: json_copy(value) for key, value in item.items() if key not in ("id", "type")}
-    server_id = provider_id if ids is None else ids.server(provider_id, kind)[0]
-    return server_use(server_id, kind, fields)
+    if _CALL_ID in fields and not isinstance(fields[_CALL_ID], (str, type(None))):
+        malformed(f"{at}.{_CALL_ID}", "a string", side)
+    part = server_use(provider_id, kind, fields)
+    return part if ids is None else map_server_ids(part, ids)
+
+
+def map_server_ids(part: dict[str, Any], ids: CallIds) -> dict[str, Any]:
+    """A built-in tool part with its provider ids as ``server-N`` ids: the item's own and, for a tool
+    search's items, the ``call_id`` that ties its output to its call."""
+    part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
+    call_id = part["toolInput"].get(_CALL_ID)
+    if isinstance(call_id, str):
+        part["toolInput"][_CALL_ID] = ids.server(call_id, "tool_search")[0]
+    return part
 
 
 def wire_server_item(part: dict[str, Any]) -> dict[str, Any]:

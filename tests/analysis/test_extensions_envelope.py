@@ -9,7 +9,6 @@ import pytest
 
 from pytest_blackbox.analysis.extensions import extensions_used
 
-
 STATE = "conversation state kept by the provider"
 
 

@@ -46,6 +46,7 @@ _PARAMS: Final = (
     ("previous_response_id", "previousResponseId"),
     ("conversation", "conversation"),
     ("tools.strict", "toolStrict"),
+    ("tools.defer_loading", "toolDeferLoading"),
     ("path.deployment", "azureDeployment"),
 )
 _SERVER_STATE: Final = (("prompt", "a stored prompt (prompt)"),)
@@ -160,16 +161,22 @@ def _lifted_controls(request: dict[str, Any], tools: list[Any]) -> dict[str, Any
     text = request.get("text")
     if text is not None and not isinstance(text, dict):
         malformed("text", "a JSON object")
-    strict = {
-        tool["name"]: tool["strict"]
-        for tool in tools
-        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool.get("strict") is not None
-    }
     return {
         **request,
         "text.format": (text or {}).get("format"),
         "text.verbosity": (text or {}).get("verbosity"),
-        "tools.strict": strict or None,
+        "tools.strict": _per_tool(tools, "strict") or None,
+        "tools.defer_loading": _per_tool(tools, "defer_loading") or None,
+    }
+
+
+def _per_tool(tools: list[Any], field: str) -> dict[str, Any]:
+    """A function tool field that is not part of its definition, by tool name (``strict``, and
+    ``defer_loading``: the tool is loaded only once a tool search finds it)."""
+    return {
+        tool["name"]: tool[field]
+        for tool in tools
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str) and tool.get(field) is not None
     }
 
 
@@ -297,7 +304,7 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
     at = f"tools[{index}]"
     tool = require_object(raw, at)
     kind = tool.get("type")
-    if kind in _CLIENT_BUILTINS or (kind == "tool_search" and tool.get("execution") == "client"):
+    if kind in _CLIENT_BUILTINS:
         unsupported(
             f"the client-executed built-in tool {label(kind)}",
             "only function tools and provider-run built-in tools can be recorded in this version; "

@@ -21,13 +21,15 @@ from ..common import (
 )
 from ..content import ordered_output, text_part
 from ..envelope import Output, with_envelope
-from ..responses_content import SERVER_ITEMS, annotations_of, server_part
+from ..responses_content import SERVER_ITEMS, annotations_of, map_server_ids, server_part
 from .request import TEXT_ADVICE
 
 _ONE_TEXT_ADVICE: Final = (
     "a replay returns one text part (or one refusal) per message, "
     "so this response could not come back as it was"
 )
+#: The items a replay always gives a turn: without either, it adds an empty message unless omitted.
+_TURN_ITEMS: Final = ("message", "function_call")
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 #: ``incomplete_details.reason`` → neutral stop (a replay sends each back as the reason it came from).
 INCOMPLETE_REASONS: Final[dict[str, Literal["length", "contentFilter"]]] = {
@@ -60,6 +62,8 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     has_text = any(part["type"] == "text" and part["text"] for part in parts)
     no_calls = all(part["type"] != "tool_use" for part in parts)
     omitted: tuple[Omitted, ...] = ("textLogprobs",) if logprobs is None and (has_text or no_calls) else ()
+    if not any(isinstance(item, dict) and item.get("type") in _TURN_ITEMS for item in response["output"]):
+        omitted += ("textMessage",)  # only provider-run items (a tool search the client runs next)
     for part in parts:
         if part["type"] == "tool_use":
             call_id, arguments = part["toolCallId"], part["toolInput"]
@@ -67,7 +71,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
                 toolCallId=ids.neutral(call_id, part["toolName"]), toolInput=parse_arguments(arguments)
             )
         elif part["type"] == "server_tool_use":
-            part["toolCallId"] = ids.server(part["toolCallId"], part["toolName"])[0]
+            map_server_ids(part, ids)
     output = with_envelope(
         ordered_output(parts, stop), moderation=moderation, logprobs=logprobs or None, omitted=omitted
     )

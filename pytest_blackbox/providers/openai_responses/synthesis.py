@@ -24,7 +24,8 @@ def synthesize_response(
     recorded step's time in seconds. A text part has the recorded ``logprobs`` (``[]`` when none were
     recorded) unless the recorded response left them out (``omitted``); a recorded moderation result
     comes back as ``moderation``. A final answer always has a message item, so ``output_text`` reads
-    as it did live, even for an empty answer.
+    as it did live, even for an empty answer, unless the recorded response had no message
+    (``omitted: ["textMessage"]``, a response of provider-run items only).
     """
     recorded = read_output(output)
     response_id = f"response-{output_index}"
@@ -54,7 +55,9 @@ def synthesize_response(
                     "status": "completed",
                 }
             )
-    if not any(item["type"] in ("message", "function_call") for item in items):
+    if "textMessage" not in recorded.omitted and not any(
+        item["type"] in ("message", "function_call") for item in items
+    ):
         empty = {"type": "output_text", "text": "", "annotations": [], **logprobs}
         items.insert(0, _message_item(output_index, 0, empty, incomplete))
     response = {
