@@ -15,15 +15,15 @@ See docs/providers.md#openai-chat-completions.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
+    ReplayArgs,
     arguments_text,
     azure_deployment,
     final_answer,
-    is_stream_request,
     join_text_blocks,
     label,
     list_field,
@@ -32,30 +32,24 @@ from .common import (
     parse_arguments,
     pick_params,
     read_output,
+    replayed_model,
     require_object,
     require_str,
     tool_calls_output,
     tool_definition,
     unsupported,
 )
+from .common import (
+    is_stream_request as is_stream_request,
+)
 from .content import nested_citations_of, nested_wire, ordered_output, text_part
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 
 NAME: Final = "openai_chat"
 #: Chat Completions, under any base URL (Azure deployments included).
@@ -390,9 +384,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
 # -- replay ------------------------------------------------------------------------------------
 
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Chat Completions response a replay returns for a recorded output.
 
     Tool-call ids are the neutral ``call-N`` ids, usage is zero, and ``created`` is the recorded
@@ -428,10 +420,10 @@ def synthesize_response(
     finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
     logprobs = chat_logprobs_wire(recorded.logprobs)
     completion = {
-        "id": f"blackbox-replay-{output_index}",
+        "id": f"blackbox-replay-{where['output_index']}",
         "object": "chat.completion",
-        "created": int(timestamp // 1000),
-        "model": model if model is not None else "unknown",
+        "created": int(where["timestamp"] // 1000),
+        "model": replayed_model(where),
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
@@ -532,14 +524,7 @@ class _CompletionCollector:
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The chunk stream a replay serves for a recorded output, one item per event.
 
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
@@ -548,7 +533,7 @@ def synthesize_stream(
     the request's ``stream_options`` asks for it, the moderation chunk when one was recorded, and
     ``data: [DONE]``.
     """
-    completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    completion = synthesize_response(output, **where)
     head = {
         "id": completion["id"],
         "object": "chat.completion.chunk",
@@ -587,7 +572,7 @@ def synthesize_stream(
             {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
         )
     )
-    if _includes_usage(request_body):
+    if _includes_usage(where.get("request_body")):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
     if "moderation" in completion:
         chunks.append(encode_event(None, {**head, "choices": [], "moderation": completion["moderation"]}))
