@@ -37,10 +37,8 @@ from .common import (
     tool_definition,
     unsupported,
 )
-from .common import (
-    is_stream_request as is_stream_request,
-)
-from .content import builtin_tool, ordered_output
+from .common import is_stream_request as is_stream_request
+from .content import TEXT_ADVICE, builtin_tool, ordered_output
 from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
@@ -72,7 +70,6 @@ _PARAMS: Final = (
 _BLOCKS_ADVICE: Final = (
     "only text, image, document, tool_use and tool_result blocks can be recorded in this version"
 )
-_TEXT_ADVICE: Final = "only text content can be recorded in this version"
 #: A provider-defined tool's fields that are not compared: its name and type are, apart, and
 #: ``cache_control`` does not change the answer (as for custom tools).
 _BUILTIN_SKIP: Final = ("name", "type", "cache_control")
@@ -118,7 +115,7 @@ def _system_prompt(system: Any) -> str | None:
     if system is None or isinstance(system, str):
         return system
     if isinstance(system, list):
-        return join_text_blocks(system, "system", _TEXT_ADVICE)
+        return join_text_blocks(system, "system", TEXT_ADVICE)
     malformed("system", "a string or a list of text blocks")
 
 

@@ -24,7 +24,6 @@ from .common import (
     arguments_text,
     azure_deployment,
     final_answer,
-    join_text_blocks,
     label,
     list_field,
     malformed,
@@ -39,10 +38,17 @@ from .common import (
     tool_definition,
     unsupported,
 )
-from .common import (
-    is_stream_request as is_stream_request,
+from .common import is_stream_request as is_stream_request
+from .content import (
+    INSTRUCTION_ROLES,
+    REFUSAL_HISTORY_ADVICE,
+    content_text,
+    late_instruction,
+    nested_citations_of,
+    nested_wire,
+    ordered_output,
+    text_part,
 )
-from .content import nested_citations_of, nested_wire, ordered_output, text_part
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
@@ -85,11 +91,8 @@ _PARAMS: Final = (
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
-_INSTRUCTION_ROLES: Final = ("system", "developer")
 _LEGACY_ADVICE: Final = "use tools and tool_choice instead of the legacy functions API"
 _AUDIO_ADVICE: Final = "request text output; audio cannot be recorded in this version"
-_TEXT_ADVICE: Final = "only text content can be recorded in this version"
-_REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this version"
 _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
 #: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
@@ -110,8 +113,8 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     raw_messages = list_field(request, "messages")
     instructions: list[str] = []
     start = 0
-    while start < len(raw_messages) and _role(raw_messages[start], start) in _INSTRUCTION_ROLES:
-        instructions.append(_content_text(raw_messages[start].get("content"), f"messages[{start}].content"))
+    while start < len(raw_messages) and _role(raw_messages[start], start) in INSTRUCTION_ROLES:
+        instructions.append(content_text(raw_messages[start].get("content"), f"messages[{start}].content"))
         start += 1
     messages = _messages(raw_messages, start, ids)
     tools = list_field(request, "tools")
@@ -168,7 +171,7 @@ def _role(raw: Any, index: int) -> Any:
     if message.get("audio") is not None:
         unsupported("audio in the history", _AUDIO_ADVICE, f"{at}.audio")
     if message.get("refusal") is not None:
-        unsupported("an assistant refusal in the history", _REFUSAL_HISTORY_ADVICE, f"{at}.refusal")
+        unsupported("an assistant refusal in the history", REFUSAL_HISTORY_ADVICE, f"{at}.refusal")
     return message.get("role")
 
 
@@ -191,18 +194,14 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
                 {
                     "role": "user",
                     "content": text_or_media(
-                        message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA
+                        message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA
                     ),
                 }
             )
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
-        elif role in _INSTRUCTION_ROLES:
-            unsupported(
-                f"a {role} message after the conversation starts",
-                "put system and developer messages first",
-                at,
-            )
+        elif role in INSTRUCTION_ROLES:
+            late_instruction(role, at)
         else:
             unsupported(
                 f"{label(role)} messages",
@@ -210,20 +209,6 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
                 f"{at}.role",
             )
     return messages
-
-
-def _content_text(content: Any, at: str) -> str:
-    """Message content as text: text parts joined with a blank line, nothing else accepted."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        malformed(at, "a string or a list of content parts")
-    for index, part in enumerate(content):
-        if isinstance(part, dict) and part.get("type") == "refusal":
-            unsupported("a refusal part in the history", _REFUSAL_HISTORY_ADVICE, f"{at}[{index}]")
-    return join_text_blocks(content, at, _TEXT_ADVICE)
 
 
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
@@ -239,12 +224,12 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
             "leave name out, or send the name of the function called",
             f"{at}.name",
         )
-    text = _content_text(message.get("content"), f"{at}.content")
+    text = content_text(message.get("content"), f"{at}.content")
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
 
 
 def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
-    text = _content_text(message.get("content"), f"{at}.content")
+    text = content_text(message.get("content"), f"{at}.content")
     tool_calls = message.get("tool_calls")
     if tool_calls is None or tool_calls == []:
         return {"role": "assistant", "content": text}
