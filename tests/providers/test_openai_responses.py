@@ -289,9 +289,6 @@ def test_a_history_sent_back_from_a_replay_normalizes_like_the_live_one() -> Non
             "(tools[1])",
             id="custom-tool",
         ),
-        pytest.param(
-            {"tools": [{"type": "tool_search", "execution": "client"}]}, "(tools[0])", id="client-tool-search"
-        ),
         pytest.param({"tools": [{"type": "local_shell"}]}, 'built-in tool "local_shell"', id="local-shell"),
         pytest.param(
             {"tools": [{"type": "computer_use_preview"}]},
@@ -406,11 +403,11 @@ def test_text_is_a_final_answer_and_reasoning_and_empty_parts_are_dropped() -> N
     assert openai_responses.normalize_response(body, CallIds()) == {"type": "final_answer", "text": "Sunny."}
 
 
-def test_no_output_at_all_is_an_empty_final_answer() -> None:
-    assert openai_responses.normalize_response(live_response([]), CallIds()) == {
-        "type": "final_answer",
-        "text": "",
-    }
+def test_no_output_at_all_is_an_empty_final_answer_replayed_without_a_message() -> None:
+    output = openai_responses.normalize_response(live_response([]), CallIds())
+    assert output == {"type": "final_answer", "text": "", "omitted": ["textMessage"]}
+    replayed = openai_responses.synthesize_response(output, output_index=1, model="m", timestamp=0)
+    assert replayed["output"] == []
 
 
 def test_function_calls_are_tool_calls_with_their_arguments_parsed() -> None:
