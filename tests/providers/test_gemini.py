@@ -455,15 +455,36 @@ REQUEST_REFUSALS = [
         id="image-unknown-field",
     ),
     pytest.param(
-        request(user(text("q")), model({"executableCode": {"code": "print(1)", "language": "PYTHON"}})),
-        '"executableCode" parts is not supported yet; code execution runs on Google\'s servers and is not '
-        "recorded; run code in a wrapped tool (contents[1].parts[0].executableCode)",
-        id="code-execution",
+        request(
+            user(text("q")), model({"executableCode": {"code": "print(1)", "language": "PYTHON", "x": 1}})
+        ),
+        'the field "x" of the executableCode part is not supported yet; it is not recorded in this version, '
+        "so a replay could not give it back (contents[1].parts[0].executableCode.x)",
+        id="code-execution-unknown-field",
     ),
     pytest.param(
-        request(tools=[{"codeExecution": {}}]),
-        "the codeExecution tool is not supported yet; only function declarations (client-executed tools) can "
-        "be recorded in this version; do the work in a wrapped tool (tools[0].codeExecution)",
+        request(user({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}})),
+        "a codeExecutionResult part in a user content is not supported yet; function calls and code "
+        "execution belong in model contents (contents[0].parts[0])",
+        id="code-result-from-user",
+    ),
+    pytest.param(
+        request(
+            user(text("q")),
+            model(
+                {"executableCode": {"code": "print(1)", "language": "PYTHON", "id": "c1"}},
+                {"executableCode": {"code": "print(2)", "language": "PYTHON"}},
+            ),
+        ),
+        "code execution parts with and without an id in one turn is not supported yet; a replay gives ids "
+        "to all of them or to none (contents[1])",
+        id="code-ids-mixed",
+    ),
+    pytest.param(
+        request(tools=[{"computerUse": {"environment": "ENVIRONMENT_BROWSER"}}]),
+        "the computerUse tool is not supported yet; only function declarations and the googleSearch, "
+        "urlContext and codeExecution tools can be recorded in this version; do the work in a wrapped tool "
+        "(tools[0].computerUse)",
         id="server-tool",
     ),
     pytest.param(
@@ -510,8 +531,8 @@ REQUEST_REFUSALS = [
     ),
     pytest.param(
         request(user(call("f", {}))),
-        "a functionCall part in a user content is not supported yet; function calls belong in model contents "
-        "(contents[0].parts[0])",
+        "a functionCall part in a user content is not supported yet; function calls and code execution "
+        "belong in model contents (contents[0].parts[0])",
         id="call-from-user",
     ),
     pytest.param(

@@ -24,7 +24,17 @@ from ..common import (
 )
 from ..content import builtin_tool
 from ..media import GEMINI_MEDIA, gemini_media, message_content
-from .parts import NOT_RECORDED, Conversation, content_parts, function_call, wire_field
+from .parts import (
+    CODE_PARTS,
+    NOT_RECORDED,
+    CodeIds,
+    Conversation,
+    Item,
+    content_parts,
+    read_item,
+    turn_parts,
+    wire_field,
+)
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``toolConfig``,
 #: ``responseFormat`` and ``safetySettings`` are gathered from outside ``generationConfig`` first.
@@ -46,11 +56,12 @@ _PARAMS: Final = (
 _RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
 _MODEL_ADVICE: Final = "a model content is recorded as its text and function calls"
 _TEXT_OUTPUT_ADVICE: Final = "only text output can be recorded in this version"
-#: Built-in tools whose results a response carries as candidate metadata, recorded (docs/providers.md).
-_BUILTINS: Final = ("googleSearch", "urlContext")
+#: Built-in tools, recorded: their results come as candidate metadata or as code execution parts
+#: (docs/providers.md).
+_BUILTINS: Final = ("googleSearch", "urlContext", "codeExecution")
 _SERVER_TOOL_ADVICE: Final = (
-    "only function declarations (client-executed tools) can be recorded in this version; "
-    "do the work in a wrapped tool"
+    "only function declarations and the googleSearch, urlContext and codeExecution tools can be "
+    "recorded in this version; do the work in a wrapped tool"
 )
 
 
@@ -129,29 +140,32 @@ def _model_turn(
     members: list[tuple[str, dict[str, Any]]], ids: CallIds, conversation: Conversation
 ) -> tuple[Message, list[_OpenCall]]:
     """An assistant message as a replay returns one: its text (pieces joined as they arrived), then
-    its calls. ``google-genai`` joins a response's text parts with nothing in between, so do we."""
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    its calls; its parts in order when it holds code execution. ``google-genai`` joins a response's
+    text parts with nothing in between, so do we."""
+    items: list[Item] = []
     for at, content in members:
         for where, kind, value in content_parts(content, at, "request"):
-            if kind == "text":
-                texts.append(value)
-            elif kind == "functionCall":
-                provider_id, name, args = function_call(value, f"{where}.functionCall", "request")
-                key = provider_id if provider_id is not None else conversation.call_key(len(calls))
-                call_id = ids.neutral(key, name)
-                calls.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
-            else:
+            if kind in GEMINI_MEDIA or kind == "functionResponse":
                 home = "function responses belong in user contents"
                 unsupported(
                     f"a {kind} part in a model content",
                     home if kind == "functionResponse" else _MODEL_ADVICE,
                     where,
                 )
-    text = "".join(texts)
-    if not calls:
+            items.append(read_item(where, kind, value, "request"))
+
+    def call_id(position: int, provider_id: str | None, name: str) -> str:
+        return ids.neutral(provider_id if provider_id is not None else conversation.call_key(position), name)
+
+    parts = turn_parts(items, CodeIds(ids, conversation, answer=False), call_id, members[0][0])
+    calls = [part for part in parts if part["type"] == "tool_use"]
+    text = "".join(part["text"] for part in parts if part["type"] == "text")
+    if any(kind in CODE_PARTS for kind, _ in items):
+        blocks = parts
+    elif not calls:
         return {"role": "assistant", "content": text}, []
-    blocks = ([{"type": "text", "text": text}] if text else []) + calls
+    else:
+        blocks = ([{"type": "text", "text": text}] if text else []) + calls
     return {"role": "assistant", "content": blocks}, [
         _OpenCall(call["toolCallId"], call["toolName"]) for call in calls
     ]
@@ -173,7 +187,9 @@ def _user_turn(
                 parts.append(gemini_media(kind, value, where))
             else:
                 unsupported(
-                    "a functionCall part in a user content", "function calls belong in model contents", where
+                    f"a {kind} part in a user content",
+                    "function calls and code execution belong in model contents",
+                    where,
                 )
     return {"role": "user", "content": message_content(parts)}
 

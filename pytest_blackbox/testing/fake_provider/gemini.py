@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
@@ -34,6 +34,8 @@ _STATUSES = {
     503: "UNAVAILABLE",
 }
 #: ``…/models/{model}:generateContent`` and ``:streamGenerateContent`` (the query string is not part of it).
+#: Candidate fields of built-in tools' results, sent with the last chunk of a stream.
+_METADATA = ("groundingMetadata", "urlContextMetadata")
 _PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
@@ -45,15 +47,19 @@ def script(
     call_ids: bool,
     thinking: bool,
     gzip: bool,
-    grounding: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    parts: Sequence[Mapping[str, Any]] | None = None,
     envelope: Envelope = PLAIN,
 ) -> Script:
-    """A generateContent answer; ``grounding`` is the candidate's ``groundingMetadata`` (googleSearch)."""
+    """A generateContent answer. ``metadata`` are built-in tools' candidate fields
+    (``groundingMetadata``, ``urlContextMetadata``); ``parts`` replace the parts made of ``text`` and
+    ``calls`` (code execution parts, text around them), sent as given."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
-        if grounding is not None:
-            response["candidates"][0]["groundingMetadata"] = dict(grounding)
+        if parts is not None:
+            response["candidates"][0]["content"]["parts"] = [dict(part) for part in parts]
+        response["candidates"][0].update(metadata or {})
         if not envelope.candidate_index:
             del response["candidates"][0]["index"]
         if envelope.stop is not None:
@@ -111,10 +117,10 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
     for part in candidate["content"]["parts"]:
         if "functionCall" in part:
             calls.append(part)
-        elif part.get("thought"):
-            groups.append([part])
-        else:
+        elif "text" in part and not part.get("thought"):
             groups += [[{"text": piece}] for piece in halves(part["text"])]
+        else:
+            groups.append([part])  # a thought, executable code, its result: a chunk of its own
     groups += [calls] if calls else []
     for index, parts in enumerate(groups or [[]]):
         last = index == max(len(groups), 1) - 1
@@ -123,8 +129,7 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
             piece["index"] = candidate["index"]
         if last:
             piece["finishReason"] = candidate["finishReason"]
-            if "groundingMetadata" in candidate:
-                piece["groundingMetadata"] = candidate["groundingMetadata"]
+            piece.update((key, candidate[key]) for key in _METADATA if key in candidate)
         chunk = {"candidates": [piece], **head, **tail}
         yield f"data: {compact(chunk)}\r\n\r\n".encode()
 
