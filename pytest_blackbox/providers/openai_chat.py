@@ -193,14 +193,7 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
             continue
         results = None
         if role == "user":
-            messages.append(
-                {
-                    "role": "user",
-                    "content": text_or_media(
-                        message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA
-                    ),
-                }
-            )
+            messages.append({"role": "user", "content": _media_content(message, at)})
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
         elif role in _INSTRUCTION_ROLES:
@@ -232,8 +225,14 @@ def _content_text(content: Any, at: str) -> str:
     return join_text_blocks(content, at, _TEXT_ADVICE)
 
 
+def _media_content(message: dict[str, Any], at: str) -> str | list[dict[str, Any]]:
+    """A user or tool message's content: its text, or its text and media parts in order."""
+    return text_or_media(message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA)
+
+
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
-    """A tool message's content is kept as the text the agent sent: never parsed, never an error.
+    """A tool message's content is kept as the agent sent it, never parsed, never an error: its text,
+    or its text and media parts in order (a screenshot tool's, for OpenAI-compatible servers).
 
     A ``name`` is accepted when it is the called function's (instructor sends one with each re-ask):
     the recorded ``toolName`` already says it. Any other name would be lost, so it is refused.
@@ -245,8 +244,8 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
             "leave name out, or send the name of the function called",
             f"{at}.name",
         )
-    text = _content_text(message.get("content"), f"{at}.content")
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
+    result = _media_content(message, at)
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": result}
 
 
 def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:

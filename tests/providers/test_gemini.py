@@ -314,6 +314,22 @@ def test_function_response_values(value: Any, expected: dict[str, Any]) -> None:
     assert result == {"type": "tool_result", "toolCallId": "call-0", "toolName": "f", **expected}
 
 
+def test_a_multimodal_function_response_is_its_response_then_its_media() -> None:
+    blob = {"mimeType": "image/png", "data": "iVBORw==", "displayName": "screen.png"}
+    response = {"name": "shot", "response": {"ok": True, "at": 1}, "parts": [{"inlineData": blob}]}
+    body = request(user(text("q")), model(call("shot", {})), user({"functionResponse": response}))
+    payload: Any = gemini.normalize_request(body, CallIds())
+    result = payload["messages"][2]["content"][0]["result"]
+    assert result[0] == {"type": "text", "text": '{"at":1,"ok":true}'}
+    assert result[1]["type"] == "media" and result[1]["kind"] == "image" and result[1]["name"] == "screen.png"
+    assert result[1]["byteLength"] == 4
+    empty = {**response, "response": {}}
+    payload = gemini.normalize_request(
+        request(user(text("q")), model(call("shot", {})), user({"functionResponse": empty})), CallIds()
+    )
+    assert [part["type"] for part in payload["messages"][2]["content"][0]["result"]] == ["media"]
+
+
 def test_function_responses_without_ids_answer_the_calls_before_them_by_name_in_order() -> None:
     """Automatic function calling answers with name and value only, in the calls' order."""
     body = request(
@@ -554,10 +570,15 @@ REQUEST_REFUSALS = [
         id="two-responses-for-one-call",
     ),
     pytest.param(
-        request(user({"functionResponse": {"name": "f", "response": {}, "parts": [{"inlineData": {}}]}})),
-        "parts in a functionResponse is not supported yet; it is not recorded in this version, so a replay "
-        "could not give it back (contents[0].parts[0].functionResponse.parts)",
-        id="multimodal-function-response",
+        request(
+            user(
+                {"functionResponse": {"name": "f", "response": {}, "parts": [{"videoMetadata": {"fps": 1}}]}}
+            )
+        ),
+        'the field "videoMetadata" of a functionResponse part is not supported yet; it is not recorded in '
+        "this version, so a replay could not give it back (contents[0].parts[0].functionResponse.parts[0]."
+        "videoMetadata)",
+        id="function-response-part-field",
     ),
     pytest.param(
         request(user({"functionResponse": {"name": "f", "response": {}, "will_continue": True}})),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ...trace.canonical import canonical_json
 from ...trace.model import Message, ModelInput, ToolDefinition
 from ..common import (
     CallIds,
@@ -196,22 +197,47 @@ def _user_turn(
 
 def _tool_result(value: Any, at: str, ids: CallIds, answerable: list[_OpenCall]) -> dict[str, Any]:
     response = require_object(value, at)
-    for key in ("parts", "willContinue", "scheduling"):
+    for key in ("willContinue", "scheduling"):
         if wire_field(response, key):
             unsupported(f"{key} in a functionResponse", NOT_RECORDED, f"{at}.{key}")
+    media = _response_media(wire_field(response, "parts"), f"{at}.parts")
     name = require_str(response.get("name"), f"{at}.name")
-    call_id = _answered_call(response.get("id") or None, name, at, ids, answerable)
     result = response.get("response")
     if result is None:
         result = {}
     if not isinstance(result, dict):
         malformed(f"{at}.response", "a JSON object")
+    call_id = _answered_call(response.get("id") or None, name, at, ids, answerable)
     part: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
-    if list(result) == ["error"] and isinstance(result["error"], str):
+    if media:
+        part["result"] = ([{"type": "text", "text": canonical_json(result)}] if result else []) + media
+    elif list(result) == ["error"] and isinstance(result["error"], str):
         part["error"] = result["error"]
     else:
         part["result"] = json_copy(result)
     return part
+
+
+def _response_media(raw: Any, at: str) -> list[dict[str, Any]]:
+    """The media parts of a multimodal function response (``parts``: ``inlineData`` / ``fileData``)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        malformed(at, "a list")
+    media = []
+    for index, item in enumerate(raw):
+        where = f"{at}[{index}]"
+        fields = require_object(item, where)
+        kinds = [key for key in GEMINI_MEDIA if wire_field(fields, key) is not None]
+        for key, field in fields.items():
+            if _camel(key) not in GEMINI_MEDIA and field is not None:
+                unsupported(
+                    f"the field {label(key)} of a functionResponse part", NOT_RECORDED, f"{where}.{key}"
+                )
+        if len(kinds) != 1:
+            malformed(where, "a part with one of inlineData, fileData")
+        media.append(gemini_media(kinds[0], wire_field(fields, kinds[0]), where))
+    return media
 
 
 def _answered_call(provider_id: Any, name: str, at: str, ids: CallIds, answerable: list[_OpenCall]) -> str:
