@@ -6,11 +6,9 @@ results), function tools neutral tool definitions, and the behaviour controls ``
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
 Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, …) are
-refused with a ``BlackboxUnsupportedError`` naming the field, never recorded or replayed altered.
-Strict function tools are recorded in ``params.toolStrict`` rather than refused: agent frameworks
-send them by default.
-
-See docs/providers.md#openai-chat-completions.
+refused, naming the field. Strict function tools are recorded in ``params.toolStrict`` (agent
+frameworks send them by default), several choices (``n``) through ``providers.choices``. See
+docs/providers.md#openai-chat-completions.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
+from . import choices as several
 from .common import (
     CallIds,
     arguments_text,
@@ -88,6 +87,7 @@ _PARAMS: Final = (
     ("modalities", "modalities"),
     ("web_search_options", "webSearchOptions"),
     ("moderation", "moderation"),
+    ("n", "choiceCount"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -111,7 +111,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
 
     ``path`` gives only the Azure OpenAI deployment it names; Chat Completions carries the rest in the body.
     """
-    request = require_object(body, "the request body")
+    request = several.counted(require_object(body, "the request body"))
     _check_request(request)
     raw_messages = list_field(request, "messages")
     instructions: list[str] = []
@@ -145,9 +145,6 @@ def _strict_tools(tools: list[Any]) -> dict[str, bool] | None:
 
 
 def _check_request(request: dict[str, Any]) -> None:
-    n = request.get("n")
-    if n is not None and n != 1:
-        unsupported("n > 1 (several choices per request)", "request one choice per call", "n")
     if request.get("audio") is not None:
         unsupported("the audio request field (audio output)", _AUDIO_ADVICE, "audio")
     for field in ("functions", "function_call"):
@@ -295,6 +292,7 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
 # -- responses ---------------------------------------------------------------------------------
 
 
+@several.normalized_per_choice("choices")
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Chat Completions response body.
 
@@ -389,6 +387,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
 # -- replay ------------------------------------------------------------------------------------
 
 
+@several.synthesized_per_choice(several.join_chat_choices)
 def synthesize_response(
     output: Any, *, output_index: int, model: str | None, timestamp: int | float
 ) -> dict[str, Any]:
@@ -448,6 +447,7 @@ def error_body(message: str) -> dict[str, Any]:
 # -- streams -----------------------------------------------------------------------------------
 
 
+@several.collected_per_choice("choices")
 def collect_stream(body: bytes) -> dict[str, Any]:
     """The completion a complete chunk stream adds up to, ready for :func:`normalize_response`.
 
@@ -531,6 +531,7 @@ class _CompletionCollector:
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
 
 
+@several.synthesized_per_choice(several.join_chat_streams)
 def synthesize_stream(
     output: Any,
     *,

@@ -60,16 +60,18 @@ def converse(base_url: str, flavor: str, edit: Callable[[list[Any]], None] = lam
         options: Any = {"model": "gemini-2.5-flash", "contents": contents, "config": config}
         if flavor == "stream":
             stream = await client.aio.models.generate_content_stream(**options)
-            chunks = [chunk async for chunk in stream]
+            chunks: list[Any] = [chunk async for chunk in stream]
             parts = [part for chunk in chunks for part in chunk.candidates[0].content.parts or []]
             return parts, [json.loads(chunk.model_dump_json(exclude_none=True)) for chunk in chunks]
-        response = await client.aio.models.generate_content(**options)
+        response: Any = await client.aio.models.generate_content(**options)
         return response.candidates[0].content.parts, json.loads(response.model_dump_json(exclude_none=True))
 
     def ask(contents: Any) -> Any:
         if flavor != "sync":
             return asyncio.run(ask_async(contents))
-        response = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        response: Any = client.models.generate_content(
+            model="gemini-2.5-flash", contents=contents, config=config
+        )
         return response.candidates[0].content.parts, json.loads(response.model_dump_json(exclude_none=True))
 
     question = types.Content(role="user", parts=[types.Part(text="What is 1 + 1? Run code.")])

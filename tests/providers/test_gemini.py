@@ -516,12 +516,6 @@ REQUEST_REFUSALS = [
     ),
     pytest.param(request(continuationToken="dG9r"), "(continuationToken)", id="continuation"),
     pytest.param(
-        request(generationConfig={"candidateCount": 2}),
-        "candidateCount other than 1 is not supported yet; a replay returns one candidate "
-        "(generationConfig.candidateCount)",
-        id="candidates",
-    ),
-    pytest.param(
         request(generationConfig={"responseLogprobs": True, "logprobs": 3}),
         "log probabilities is not supported yet; it is not recorded in this version, so a replay could not "
         "give it back (generationConfig.responseLogprobs)",
@@ -734,12 +728,6 @@ RESPONSE_REFUSALS = [
         'a blocked prompt (blockReason "SAFETY")',
         "(promptFeedback.blockReason)",
         id="blocked-prompt",
-    ),
-    pytest.param(
-        {"candidates": [response(text("a"))["candidates"][0]] * 2},
-        "more than one candidate",
-        "(candidates)",
-        id="two",
     ),
     pytest.param(
         {

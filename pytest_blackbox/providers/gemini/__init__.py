@@ -28,9 +28,10 @@ import re
 from typing import Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
+from ..choices import choice_outputs
 from ..common import CallIds, read_output, unsupported
 from . import request
-from .parts import CODE_TOOL, CodeIds, Conversation
+from .parts import CODE_TOOL, CodeIds, Conversation, bind_calls
 from .response import collect_stream, normalize_response
 from .synthesis import error_body, synthesize_response, synthesize_stream
 
@@ -154,8 +155,7 @@ class GeminiCall:
         if self._ids is None or self._conversation is None:
             return
         recorded = read_output(output)
-        for position, call in enumerate(recorded.calls):
-            self._ids.bind(self._conversation.call_key(position), call["toolCallId"], call["toolName"])
+        bind_calls(self._ids, self._conversation, choice_outputs(output))
         if "codeExecutionId" not in recorded.omitted:
             return  # the replay sends the ids, which the history then carries
         code = CodeIds(self._ids, self._conversation, answer=True)

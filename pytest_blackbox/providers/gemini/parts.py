@@ -13,7 +13,16 @@ from typing import Any, Final
 
 from ...trace.canonical import js_stringify
 from ...trace.model import Message
-from ..common import CallIds, json_copy, label, malformed, require_object, require_str, unsupported
+from ..common import (
+    CallIds,
+    json_copy,
+    label,
+    malformed,
+    read_output,
+    require_object,
+    require_str,
+    unsupported,
+)
 from ..content import server_result, server_use, text_part
 from ..media import GEMINI_MEDIA
 
@@ -57,6 +66,19 @@ class Conversation:
     def code_key(self, position: int) -> str:
         """The key of the ``position``-th code execution of the model turn that follows these messages."""
         return f"gemini-code:{self._digest.copy().hexdigest()}:{position}"
+
+
+def bind_calls(ids: CallIds, conversation: Conversation, outputs: list[Any]) -> None:
+    """Bind the calls of each choice of an answer to their place after ``conversation``, for a
+    history without ids. Where several candidates call at one place (``candidateCount > 1``), the
+    first one's call holds it."""
+    claimed: set[str] = set()
+    for output in outputs:
+        for position, call in enumerate(read_output(output).calls):
+            key = conversation.call_key(position)
+            if key not in claimed:
+                claimed.add(key)
+                ids.bind(key, call["toolCallId"], call["toolName"])
 
 
 class CodeIds:

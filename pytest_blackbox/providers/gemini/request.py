@@ -52,6 +52,7 @@ _PARAMS: Final = (
     ("presencePenalty", "presencePenalty"),
     ("frequencyPenalty", "frequencyPenalty"),
     ("safetySettings", "safetySettings"),
+    ("candidateCount", "choiceCount"),
 )
 #: The structured-output fields, recorded together as ``params.responseFormat``.
 _RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
@@ -322,6 +323,8 @@ def _params(request: dict[str, Any]) -> dict[str, Any] | None:
     config = {} if raw is None else require_object(raw, "generationConfig")
     _refuse_config(config)
     controls = dict(config)
+    if controls.get("candidateCount") == 1:
+        del controls["candidateCount"]  # the default, left out as a cassette of one candidate has it
     controls["toolConfig"] = _tool_config(wire_field(request, "toolConfig"))
     controls["safetySettings"] = wire_field(request, "safetySettings")
     response_format = {key: config[key] for key in _RESPONSE_FORMAT if config.get(key) is not None}
@@ -331,8 +334,6 @@ def _params(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def _refuse_config(config: dict[str, Any]) -> None:
     at = "generationConfig"
-    if config.get("candidateCount") not in (None, 1):
-        unsupported("candidateCount other than 1", "a replay returns one candidate", f"{at}.candidateCount")
     if config.get("responseLogprobs") or config.get("logprobs") is not None:
         key = "responseLogprobs" if config.get("responseLogprobs") else "logprobs"
         unsupported("log probabilities", NOT_RECORDED, f"{at}.{key}")

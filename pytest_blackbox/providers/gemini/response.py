@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ...trace.model import ModelOutput, Omitted, Stop, ToolCallRef
+from .. import choices as several
 from ..common import (
     CallIds,
     final_answer,
@@ -29,6 +30,7 @@ from .parts import (
     CodeIds,
     Conversation,
     Item,
+    bind_calls,
     content_parts,
     read_item,
     turn_parts,
@@ -64,6 +66,15 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
     tools' results (candidate metadata, code execution parts) make the output's ``content`` ordered.
     """
     response = require_object(body, "the response body", "response")
+    candidates = response.get("candidates")
+    if isinstance(candidates, list) and len(candidates) > 1:  # candidateCount > 1
+        ones = several.split_choices(response, "candidates")
+        outputs = [
+            normalize_response(one, ids, conversation if n == 0 else None) for n, one in enumerate(ones)
+        ]
+        if conversation is not None:
+            bind_calls(ids, conversation, list(outputs))
+        return several.with_choices(outputs)
     candidate = _candidate(response)
     items = _response_content(candidate)
     stop = _stop(candidate.get("finishReason"), has_calls=any(kind == "functionCall" for kind, _ in items))
@@ -125,8 +136,6 @@ def _candidate(response: dict[str, Any]) -> dict[str, Any]:
                 "promptFeedback.blockReason",
             )
         malformed("candidates", "a list with one candidate", "response")
-    if len(candidates) > 1:
-        unsupported("more than one candidate", "a replay returns one; leave candidateCount out", "candidates")
     return require_object(candidates[0], "candidates[0]", "response")
 
 
@@ -172,6 +181,9 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     other fields (the finish reason) and the response's own fields are the last ones sent. An
     ``error`` chunk, or a stream that ends before a finish reason, is refused.
     """
+    streams = several.split_stream(body, "candidates")
+    if streams is not None:  # candidateCount > 1
+        return several.join_choices([collect_stream(stream) for stream in streams], "candidates")
     response: dict[str, Any] = {}
     candidate: dict[str, Any] | None = None
     indexed = False  # whether the chunks number their candidate (the API may leave index out)

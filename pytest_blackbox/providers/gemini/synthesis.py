@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from .. import choices as several
 from ..common import ReplayOutput, label, read_output, unsupported
 from ..sse import encode_event, pieces
 from .parts import CODE_TOOL
@@ -24,6 +25,7 @@ def error_body(message: str) -> dict[str, Any]:
     return {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}
 
 
+@several.synthesized_per_choice(several.join_gemini_choices)
 def synthesize_response(
     output: Any, *, output_index: int, model: str | None, timestamp: int | float
 ) -> dict[str, Any]:
@@ -36,6 +38,7 @@ def synthesize_response(
     return _chunk(_replay_parts(recorded), recorded, model, output_index, last=True)
 
 
+@several.synthesized_per_choice(several.join_gemini_streams)
 def synthesize_stream(
     output: Any,
     *,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -50,16 +51,21 @@ def script(
     metadata: Mapping[str, Any] | None = None,
     parts: Sequence[Mapping[str, Any]] | None = None,
     envelope: Envelope = PLAIN,
+    more: Sequence[tuple[str | None, Calls]] = (),
 ) -> Script:
     """A generateContent answer. ``metadata`` are built-in tools' candidate fields
     (``groundingMetadata``, ``urlContextMetadata``); ``parts`` replace the parts made of ``text`` and
-    ``calls`` (code execution parts, text around them), sent as given."""
+    ``calls`` (code execution parts, text around them), sent as given; ``more``: the text and calls
+    of the candidates after the first (a request with ``candidateCount > 1``)."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
         if parts is not None:
             response["candidates"][0]["content"]["parts"] = [dict(part) for part in parts]
         response["candidates"][0].update(metadata or {})
+        for index, (other_text, other_calls) in enumerate(more, start=1):
+            other = _response(request, ids, other_text, other_calls, call_ids=call_ids, thinking=False)
+            response["candidates"].append({**other["candidates"][0], "index": index})
         if not envelope.candidate_index:
             del response["candidates"][0]["index"]
         if envelope.stop is not None:
@@ -107,11 +113,19 @@ def _response(
 
 
 def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
-    """The ``alt=sse`` chunks of a streamed response: text in two pieces, then the calls together;
-    the last chunk carries the finish reason and usage (every chunk has the running usage)."""
-    candidate = response["candidates"][0]
+    """The ``alt=sse`` chunks of a streamed response: each candidate's text in two pieces, then its
+    calls together, its last chunk with the finish reason; several candidates stream interleaved, and
+    every chunk has the running usage."""
     head = {"usageMetadata": response["usageMetadata"]}
     tail = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
+    streams = [list(_candidate_pieces(candidate)) for candidate in response["candidates"]]
+    for group in itertools.zip_longest(*streams):
+        for piece in group:
+            if piece is not None:
+                yield f"data: {compact({'candidates': [piece], **head, **tail})}\r\n\r\n".encode()
+
+
+def _candidate_pieces(candidate: dict[str, Any]) -> Iterator[dict[str, Any]]:
     groups: list[list[dict[str, Any]]] = []
     calls: list[dict[str, Any]] = []
     for part in candidate["content"]["parts"]:
@@ -123,15 +137,13 @@ def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
             groups.append([part])  # a thought, executable code, its result: a chunk of its own
     groups += [calls] if calls else []
     for index, parts in enumerate(groups or [[]]):
-        last = index == max(len(groups), 1) - 1
         piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
         if "index" in candidate:
             piece["index"] = candidate["index"]
-        if last:
+        if index == max(len(groups), 1) - 1:
             piece["finishReason"] = candidate["finishReason"]
             piece.update((key, candidate[key]) for key in _METADATA if key in candidate)
-        chunk = {"candidates": [piece], **head, **tail}
-        yield f"data: {compact(chunk)}\r\n\r\n".encode()
+        yield piece
 
 
 def _held(body: dict[str, Any]) -> list[Said]:

@@ -178,6 +178,15 @@ class FakeProvider:
         )
         self._push(script, openai_chat.PROTOCOL, said(text, []))
 
+    def queue_openai_choices(
+        self, answers: Sequence[tuple[str | None, Calls]], *, gzip: bool = False
+    ) -> None:
+        """A Chat Completions answer of several choices (a request with ``n > 1``): each answer's text
+        and calls, in order; a stream interleaves their chunks."""
+        (text, calls), *more = answers
+        script = openai_chat.script(self._ids, text, calls, gzip=gzip, more=more)
+        self._push(script, openai_chat.PROTOCOL, said(text, calls))
+
     def queue_openai_tool_calls(
         self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
@@ -235,6 +244,15 @@ class FakeProvider:
         calls = [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in parts if "functionCall" in p]
         text = "".join(p["text"] for p in parts if "text" in p) or None
         script = gemini.script(self._ids, None, [], call_ids=False, thinking=False, gzip=gzip, parts=parts)
+        self._push(script, gemini.PROTOCOL, said(text, calls))
+
+    def queue_gemini_candidates(
+        self, answers: Sequence[tuple[str | None, Calls]], *, gzip: bool = False
+    ) -> None:
+        """A Gemini answer of several candidates (a request with ``candidateCount > 1``): each one's text
+        and calls, in order; a stream interleaves their chunks."""
+        (text, calls), *more = answers
+        script = gemini.script(self._ids, text, calls, call_ids=False, thinking=False, gzip=gzip, more=more)
         self._push(script, gemini.PROTOCOL, said(text, calls))
 
     def queue_gemini_tool_calls(
