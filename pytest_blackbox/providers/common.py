@@ -161,11 +161,6 @@ class CallIds:
             self._servers[provider_id] = known
         return known
 
-    def bind_server(self, key: str, server_id: str, name: str) -> None:
-        """Map a key to a ``server-N`` given out already: a provider-run call without an id of its
-        own (Gemini code execution) is known by its place in the conversation, as :meth:`bind`."""
-        self._servers[key] = (server_id, name)
-
     def fresh_server(self) -> str:
         """A new ``server-N`` for a provider-run tool's result that carries no id of its own."""
         server_id = f"server-{self._next_server}"

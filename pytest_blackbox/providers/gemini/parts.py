@@ -119,10 +119,10 @@ class CodeIds:
             return replayed or self._ids.fresh_server()
         key = self._conversation.code_key(self._position)
         self._position += 1
-        if not self._answer:
-            return self._ids.server(key, CODE_TOOL)[0]
+        if not self._answer:  # the place was bound by the answer (its keys never look like an id)
+            return self._ids.get(key) or self._ids.server(key, CODE_TOOL)[0]
         server_id = replayed or self._ids.fresh_server()
-        self._ids.bind_server(key, server_id, CODE_TOOL)
+        self._ids.bind(key, server_id, CODE_TOOL)
         return server_id
 
 
