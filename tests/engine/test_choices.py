@@ -21,7 +21,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
+from pytest_blackbox import ReplayDivergenceError, blackbox, verify_trace
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
 from tests.agents.loop import settle
@@ -112,6 +112,7 @@ def test_every_choice_is_recorded_and_given_back_in_order(
     }
     assert steps[2]["payload"]["messages"][1]["content"][0]["toolCallId"] == "call-0"
     assert steps[3]["payload"]["choices"] == [{"type": "final_answer", "text": "It is sunny."}]
+    assert verify_trace(path).ok  # neutral: no provider id, no key the original's verify flags
     session = sessions(mode="replay", cassette=path)
     attempts = network_guard.block()
     replayed = chat(fake_provider.base_url, flavor)
@@ -223,6 +224,7 @@ def test_every_candidate_is_recorded_and_given_back_in_order(
         }
     ]
     assert steps[2]["payload"]["messages"][1]["content"][0]["toolCallId"] == "call-0"
+    assert verify_trace(path).ok
     session = sessions(mode="replay", cassette=path)
     attempts = network_guard.block()
     replayed = gemini_chat(fake_provider.gemini_base_url, flavor)

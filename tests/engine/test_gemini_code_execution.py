@@ -19,7 +19,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
+from pytest_blackbox import ReplayDivergenceError, blackbox, verify_trace
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
 from tests.conftest import NetworkGuard
@@ -143,6 +143,7 @@ def test_the_code_and_its_result_are_recorded_in_order_and_given_back_offline(
     assert steps[1]["payload"]["content"] == content
     assert steps[1]["payload"].get("omitted", []) == ([] if with_ids else ["codeExecutionId"])
     assert steps[2]["payload"]["messages"][1] == {"role": "assistant", "content": content}
+    assert verify_trace(path).ok  # neutral: the provider's code id is server-0
     session = sessions(mode="replay", cassette=path)
     attempts = network_guard.block()
     replayed = converse(fake_provider.gemini_base_url, flavor)
