@@ -20,6 +20,7 @@ from .sse import encode_event, event_object, parse_events
 
 __all__ = [
     "CHOICES",
+    "INDEX_ADVICE",
     "choice_outputs",
     "collected_per_choice",
     "join_choices",
@@ -31,6 +32,8 @@ __all__ = [
     "with_choices",
 ]
 
+#: Why a stream whose one choice (or candidate) is not numbered 0 is refused.
+INDEX_ADVICE: Final = "a replay numbers the choices from 0, as the API does"
 #: The model output field holding the choices after the first.
 CHOICES: Final = "choices"
 #: Response-level fields a choice after the first does not repeat.

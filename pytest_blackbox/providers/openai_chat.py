@@ -464,7 +464,7 @@ class _CompletionCollector:
 
     def _choice(self, choice: dict[str, Any], position: int) -> None:
         if choice.get("index", 0) != 0:
-            unsupported("several choices in a stream", "request one choice per call", f"event {position}")
+            unsupported("a stream whose one choice is not index 0", several.INDEX_ADVICE, f"event {position}")
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
         self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))

@@ -201,7 +201,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
             piece = require_object(raw, "candidates[0]", "response")
             if piece.get("index", 0) != 0:
                 unsupported(
-                    "more than one candidate in a stream", "a replay returns one", f"event {position}"
+                    "a stream whose one candidate is not index 0", several.INDEX_ADVICE, f"event {position}"
                 )
             indexed = indexed or "index" in piece
             content = piece.get("content")
