@@ -8,6 +8,7 @@ library only: the read-only CLI commands import it too. See docs/concepts.md#sec
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from .rules import Secrets
 
 __all__ = [
+    "GOOGLE_CREDENTIALS_VARIABLE",
+    "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
@@ -27,6 +30,7 @@ __all__ = [
     "KnownKeys",
     "environment_keys",
     "header_secrets",
+    "is_placeholder",
     "set_placeholder_keys",
 ]
 
@@ -165,7 +169,8 @@ class KnownKeys(set[str]):
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     """Give every key variable that is unset or blank the placeholder; returns the names it set.
 
-    The SDK constructors refuse to start without a key, and an offline run never sends one.
+    The SDK constructors refuse to start without a key, and an offline run never sends one. Google
+    Cloud's credentials variable gets the placeholder credentials file the same way.
     """
     missing = [
         name
@@ -174,4 +179,30 @@ def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     ]
     for name in missing:
         env[name] = OFFLINE_PLACEHOLDER_KEY
-    return missing
+    return missing + _set_google_placeholder(env)
+
+
+def is_placeholder(value: str | None) -> bool:
+    """Whether a variable's value is one an offline run sets (the key, or the credentials file)."""
+    return value in (OFFLINE_PLACEHOLDER_KEY, GOOGLE_PLACEHOLDER_CREDENTIALS)
+
+
+# -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
+
+#: Where google-auth finds application default credentials first: what a Vertex AI client
+#: (``genai.Client(vertexai=True)``, ``AnthropicVertex``) signs its requests with.
+GOOGLE_CREDENTIALS_VARIABLE: Final = "GOOGLE_APPLICATION_CREDENTIALS"
+
+#: Authorized-user credentials whose access token is :data:`OFFLINE_PLACEHOLDER_KEY` and never
+#: expires, shipped with the package: google-auth loads them without the network and never
+#: refreshes them, so a Vertex AI client starts and signs in a replay with no Google account; a
+#: recording that would send the token is refused like a placeholder key. Not a secret.
+GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_placeholder_credentials.json"))
+
+
+def _set_google_placeholder(env: MutableMapping[str, str]) -> list[str]:
+    """Point an unset or blank ``GOOGLE_APPLICATION_CREDENTIALS`` at the placeholder credentials."""
+    if env.get(GOOGLE_CREDENTIALS_VARIABLE, "").strip():
+        return []
+    env[GOOGLE_CREDENTIALS_VARIABLE] = GOOGLE_PLACEHOLDER_CREDENTIALS
+    return [GOOGLE_CREDENTIALS_VARIABLE]

@@ -18,14 +18,18 @@ from . import anthropic, gemini, openai_chat, openai_responses
 from .common import CallIds
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
+from .vertex import CREDENTIALS_ADVICE as VERTEX_CREDENTIALS_ADVICE
+from .vertex import is_vertex_path
 
 __all__ = [
     "PROVIDERS",
     "ROUTES",
     "SIDE_ROUTES",
     "SSE_HEADERS",
+    "VERTEX_CREDENTIALS_ADVICE",
     "CallIds",
     "Provider",
+    "is_vertex_path",
     "model_api_of",
     "provider_for_call",
     "provider_for_path",
