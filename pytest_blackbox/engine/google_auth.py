@@ -34,27 +34,28 @@ __all__ = ["answer_placeholder_refresh"]
 _MODULE = "google.oauth2.credentials"
 #: The placeholder token's expiry, as the placeholder file gives it.
 _NEVER = datetime(2999, 12, 31, 23, 59, 59)
+#: Set on the patched refresh, so a module imported again (``importlib.reload``, a fresh
+#: ``sys.modules``) is patched again and a patched one never twice.
+_MARK = "_blackbox_offline_placeholder"
 _LOCK = threading.Lock()
-_state: dict[str, bool] = {"watching": False}
 
 
 def answer_placeholder_refresh() -> None:
     """From now on, refresh placeholder credentials offline (at once if google-auth is loaded)."""
     with _LOCK:
-        if _state["watching"]:
-            return
-        _state["watching"] = True
-    module = sys.modules.get(_MODULE)
-    if module is not None:
-        _patch(module)
-    else:
-        sys.meta_path.insert(0, _Watcher())
+        module = sys.modules.get(_MODULE)
+        if module is not None:
+            _patch(module)
+        elif not any(isinstance(finder, _Watcher) for finder in sys.meta_path):
+            sys.meta_path.insert(0, _Watcher())
 
 
 def _patch(module: ModuleType) -> None:
     """Wrap the user credentials' refresh: the placeholder's is answered here, any other's goes on."""
     credentials: Any = module.Credentials
     refresh = credentials._perform_refresh_token
+    if getattr(refresh, _MARK, False):
+        return
 
     def _perform_refresh_token(self: Any, request: Any) -> None:
         if self.refresh_token != OFFLINE_PLACEHOLDER_KEY:
@@ -63,6 +64,7 @@ def _patch(module: ModuleType) -> None:
         self.token = OFFLINE_PLACEHOLDER_KEY
         self.expiry = _NEVER
 
+    setattr(_perform_refresh_token, _MARK, True)
     credentials._perform_refresh_token = _perform_refresh_token
 
 
@@ -74,7 +76,8 @@ class _Watcher(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != _MODULE:
             return None
-        sys.meta_path.remove(self)
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
             spec.loader = _PatchingLoader(spec.loader)
