@@ -8,11 +8,9 @@ provides (``GOOGLE_APPLICATION_CREDENTIALS``), the fake provider stopped and the
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anthropic
 import pytest
@@ -20,61 +18,12 @@ from google.genai import errors
 
 from pytest_blackbox import ReplayDivergenceError, blackbox
 from pytest_blackbox.engine import GOOGLE_PLACEHOLDER_CREDENTIALS, set_placeholder_keys
-from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing import FakeProvider
-from tests.agents.gemini import GeminiAgent
-from tests.agents.gemini import script as script_gemini
 from tests.agents.loop import VERTEX_PROJECT, VERTEX_REGION
-from tests.agents.travel import FINAL, SYSTEM, ToolBox, TravelAgent
-from tests.agents.travel import script as script_travel
+from tests.agents.travel import FINAL, SYSTEM
+from tests.agents.vertex import CLAUDE, FLAVOR_IDS, FLAVORS, ROADS, TOKEN
 from tests.conftest import NetworkGuard
-
-#: The access token the tests sign with while recording (a secret: never written).
-TOKEN = "ya29.vertex-suite-token-0123456789abcdef"
-CLAUDE = "claude-sonnet-4-5@20250929"
-#: (is_async, stream): sync, async and streamed agents.
-FLAVORS = [(False, False), (True, False), (True, True), (False, True)]
-FLAVOR_IDS = ["sync", "async", "async-stream", "sync-stream"]
-#: The agent on each road: (road, is_async, stream, token, system) → (answer, tool calls it ran).
-Road = Callable[..., Any]
-
-
-def gemini(
-    root: str, session: Session, *, is_async: bool, stream: bool, token: str | None, system: str
-) -> str:
-    agent = GeminiAgent(root, is_async=is_async, stream=stream, system=system, vertex_token=token)
-    return asyncio.run(agent.run(session.tools(ToolBox().functions(is_async))))
-
-
-def claude(
-    root: str, session: Session, *, is_async: bool, stream: bool, token: str | None, system: str
-) -> str:
-    agent = TravelAgent(
-        "anthropic",
-        is_async,
-        root + "/v1",
-        system=system,
-        models={"anthropic": CLAUDE},
-        api_key=token,
-        stream=stream,
-        vertex=True,
-    )
-    return agent.run(session.tools(ToolBox().functions(is_async)))
-
-
-ROADS: dict[str, tuple[Road, Callable[[FakeProvider], None], str]] = {
-    "gemini": (
-        gemini,
-        script_gemini,
-        f"/v1beta1/projects/{VERTEX_PROJECT}/locations/us-central1/publishers/google",
-    ),
-    "claude": (
-        claude,
-        lambda fake: script_travel(fake, "anthropic"),
-        f"/v1/projects/{VERTEX_PROJECT}/locations/{VERTEX_REGION}/publishers/anthropic",
-    ),
-}
 
 
 @pytest.fixture
