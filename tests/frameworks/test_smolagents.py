@@ -39,6 +39,7 @@ from .conftest import (
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
+    InnerSuite,
     TravelTools,
     payload,
     step_types,
@@ -180,3 +181,52 @@ def test_without_the_ids_rule_the_replay_names_the_ids_in_the_text(
         run(flavor, recorded.root, bb, TravelTools())
     error = bb.error
     assert isinstance(error, ReplayDivergenceError) and error.step_index == 4
+
+
+#: A user's test file (docs/frameworks.md#smolagents): the ids rule on the marker, LiteLLM reading
+#: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a replay gets the placeholder key).
+INNER_TEST = '''
+import os
+
+import pytest
+from smolagents import LiteLLMModel, LogLevel, ToolCallingAgent, tool
+
+CALLS = []
+IDS = [(r"'id': '[^']*'", "'id': '<id>'")]
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city.
+
+    Args:
+        city: City name, e.g. Paris.
+    """
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox(normalize=IDS)
+def test_weather(blackbox):
+    weather = tool(blackbox.tool("get_weather", get_weather))
+    model = LiteLLMModel(model_id="anthropic/claude-sonnet-4-5")
+    agent = ToolCallingAgent(
+        tools=[weather], model=model, instructions="You are a travel assistant.", verbosity_level=LogLevel.OFF
+    )
+    answer = agent.run("What's the weather in Paris?")
+    assert answer == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+    blackbox.finish(result=answer)  # the run ends on the final_answer tool call: record its outcome
+'''
+
+
+def test_the_plugin_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
+    fake_provider.queue_anthropic_tool_calls([("final_answer", {"answer": "Paris is clear at 21 °C."})])
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # as the plugin sets it for a run
+    inner.in_a_process_of_its_own = True  # smolagents and LiteLLM imported anew, as in a user's run
+    cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[8:]]
+    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
