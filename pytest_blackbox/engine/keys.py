@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from .rules import Secrets
 
 __all__ = [
-    "GOOGLE_CREDENTIALS_VARIABLE",
     "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
+    "PLACEHOLDER_VALUES",
     "PLACEHOLDER_VARIABLES",
     "PROVIDER_KEY_VARIABLES",
     "SECRET_HEADERS",
@@ -45,6 +45,17 @@ KEY_VARIABLES: Final = (
     "AZURE_OPENAI_AD_TOKEN",
 )
 
+# -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
+
+#: Authorized-user credentials whose access token is the offline placeholder key and never expires,
+#: shipped with the package, for google-auth's GOOGLE_APPLICATION_CREDENTIALS (what a Vertex AI
+#: client, ``genai.Client(vertexai=True)`` or ``AnthropicVertex``, signs with): google-auth loads them
+#: without the network, so a Vertex AI client starts and signs in a replay with no Google account;
+#: a recording that would send the token is refused like a placeholder key. Not a secret.
+GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_placeholder_credentials.json"))
+
+# -- the placeholders -----------------------------------------------------------------------------
+
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
 #: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
 #: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key. Azure's
@@ -55,7 +66,12 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
     "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN",),
+    "GOOGLE_APPLICATION_CREDENTIALS": (),
 }
+
+#: A placeholder that is not the placeholder key: Google Cloud's credentials variable names a file
+#: (:data:`GOOGLE_PLACEHOLDER_CREDENTIALS`).
+PLACEHOLDER_VALUES: Final = {"GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS}
 
 #: The variable that holds each provider's key, by provider (route) name: what to set to record.
 PROVIDER_KEY_VARIABLES: Final = {
@@ -169,8 +185,8 @@ class KnownKeys(set[str]):
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     """Give every key variable that is unset or blank the placeholder; returns the names it set.
 
-    The SDK constructors refuse to start without a key, and an offline run never sends one. Google
-    Cloud's credentials variable gets the placeholder credentials file the same way.
+    The SDK constructors refuse to start without a key, and an offline run never sends one. A
+    variable of :data:`PLACEHOLDER_VALUES` gets its own placeholder instead.
     """
     missing = [
         name
@@ -178,31 +194,10 @@ def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
         if not any(env.get(variable, "").strip() for variable in (name, *alternatives))
     ]
     for name in missing:
-        env[name] = OFFLINE_PLACEHOLDER_KEY
-    return missing + _set_google_placeholder(env)
+        env[name] = PLACEHOLDER_VALUES.get(name, OFFLINE_PLACEHOLDER_KEY)
+    return missing
 
 
 def is_placeholder(value: str | None) -> bool:
-    """Whether a variable's value is one an offline run sets (the key, or the credentials file)."""
-    return value in (OFFLINE_PLACEHOLDER_KEY, GOOGLE_PLACEHOLDER_CREDENTIALS)
-
-
-# -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
-
-#: Where google-auth finds application default credentials first: what a Vertex AI client
-#: (``genai.Client(vertexai=True)``, ``AnthropicVertex``) signs its requests with.
-GOOGLE_CREDENTIALS_VARIABLE: Final = "GOOGLE_APPLICATION_CREDENTIALS"
-
-#: Authorized-user credentials whose access token is :data:`OFFLINE_PLACEHOLDER_KEY` and never
-#: expires, shipped with the package: google-auth loads them without the network and never
-#: refreshes them, so a Vertex AI client starts and signs in a replay with no Google account; a
-#: recording that would send the token is refused like a placeholder key. Not a secret.
-GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_placeholder_credentials.json"))
-
-
-def _set_google_placeholder(env: MutableMapping[str, str]) -> list[str]:
-    """Point an unset or blank ``GOOGLE_APPLICATION_CREDENTIALS`` at the placeholder credentials."""
-    if env.get(GOOGLE_CREDENTIALS_VARIABLE, "").strip():
-        return []
-    env[GOOGLE_CREDENTIALS_VARIABLE] = GOOGLE_PLACEHOLDER_CREDENTIALS
-    return [GOOGLE_CREDENTIALS_VARIABLE]
+    """Whether a variable's value is one an offline run sets (the key, or a :data:`PLACEHOLDER_VALUES`)."""
+    return value == OFFLINE_PLACEHOLDER_KEY or value in PLACEHOLDER_VALUES.values()
