@@ -55,9 +55,9 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         stops=frozenset({"pause"}),
     ),
     Extension(
-        "stops, logprobs and moderation",
+        "stops, choices, logprobs and moderation",
         "stops-choices-logprobs-and-moderation",
-        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "present"}),
+        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "present", "choices"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
     Extension(

@@ -124,7 +124,7 @@ Stop = Literal[
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
-Omitted = Literal["candidateIndex", "textLogprobs", "textMessage"]
+Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage"]
 #: The wire fields a response may spell out at their default that a replay otherwise leaves out
 #: (see ``present`` below).
 Present = Literal["directCaller"]
@@ -138,7 +138,9 @@ class _Envelope(TypedDict, total=False):
     ``omitted`` names wire fields this response left out, so a replay leaves them out too;
     ``present`` names default-valued wire fields this response spelled out, so a replay sends them too;
     ``conversation`` (a neutral id) and ``container`` (its neutral ``id`` and other fields in camelCase)
-    are the conversation state the provider keeps that the response named.
+    are the conversation state the provider keeps that the response named;
+    ``choices`` are the choices after the first of a request for several (Chat ``n``, Gemini
+    ``candidateCount``), each a model output of its own.
     """
 
     moderation: dict[str, Any]
@@ -147,6 +149,7 @@ class _Envelope(TypedDict, total=False):
     present: list[Present]
     conversation: str
     container: dict[str, Any]
+    choices: list[dict[str, Any]]
 
 
 class _FinalAnswerFields(_Envelope):

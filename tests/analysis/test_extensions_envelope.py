@@ -1,5 +1,5 @@
-"""`inspect` and `view` name the stops, logprobs and moderation extension and the conversation state one
-when a cassette uses them."""
+"""`inspect` and `view` name the stops, choices, logprobs and moderation extension and the conversation
+state one when a cassette uses them."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ def names(output: dict[str, Any]) -> list[str]:
         ({}, []),
         ({"stop": "length"}, []),
         ({"stop": "refusal"}, []),
-        ({"stop": "stopSequence", "stopSequence": "END"}, ["stops, logprobs and moderation"]),
-        ({"stop": "contentFilter"}, ["stops, logprobs and moderation"]),
-        ({"moderation": {"input": {}}}, ["stops, logprobs and moderation"]),
-        ({"omitted": ["candidateIndex"]}, ["stops, logprobs and moderation"]),
-        ({"present": ["directCaller"]}, ["stops, logprobs and moderation"]),
+        ({"stop": "stopSequence", "stopSequence": "END"}, ["stops, choices, logprobs and moderation"]),
+        ({"stop": "contentFilter"}, ["stops, choices, logprobs and moderation"]),
+        ({"moderation": {"input": {}}}, ["stops, choices, logprobs and moderation"]),
+        ({"omitted": ["candidateIndex"]}, ["stops, choices, logprobs and moderation"]),
+        ({"choices": [{"type": "final_answer", "text": "b"}]}, ["stops, choices, logprobs and moderation"]),
+        ({"present": ["directCaller"]}, ["stops, choices, logprobs and moderation"]),
         ({"stop": "pause"}, ["response content, provider-run tools and citations"]),
         ({"container": {"id": "container-0"}}, [STATE]),
     ],
@@ -39,6 +40,7 @@ def names(output: dict[str, Any]) -> list[str]:
         "content-filter",
         "moderation",
         "omitted",
+        "choices",
         "present",
         "pause",
         "container",

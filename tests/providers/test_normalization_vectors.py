@@ -36,6 +36,8 @@ SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
 #: It gives back a tool call's ``caller: {"type": "direct"}`` when the response spelled it out, with the
 #: output's ``present`` fact (docs/cassette-format.md); the original leaves the caller out.
 DIRECT_CALLER_NOW_GIVEN_BACK = {"anthropic-response-parallel-tool-use": {"present": ["directCaller"]}}
+#: It records several choices per request (``params.choiceCount``, the others in ``choices``).
+CHOICES_NOW_SUPPORTED = frozenset({"openai-reject-n-2"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -76,6 +78,8 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
     elif vector["name"] in SERVER_TOOLS_NOW_SUPPORTED:
         [tool] = provider.normalize_request(given, ids)["tools"]
         assert tool == {"name": "web_search", "description": "", "builtin": "web_search_20250305"}
+    elif vector["name"] in CHOICES_NOW_SUPPORTED:
+        assert provider.normalize_request(given, ids)["params"] == {"choiceCount": 2}
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:
