@@ -132,10 +132,13 @@ class _Envelope(TypedDict, total=False):
 
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
-    ``omitted`` names wire fields this response left out, so a replay leaves them out too.
+    ``omitted`` names wire fields this response left out, so a replay leaves them out too;
+    ``reasoning`` is the reasoning text an OpenAI-compatible server sent beside a Chat answer, by the
+    field it came in (``reasoningContent``, ``reasoning``).
     """
 
     moderation: dict[str, Any]
+    reasoning: dict[str, str]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
 
