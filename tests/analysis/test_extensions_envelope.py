@@ -25,8 +25,19 @@ def names(output: dict[str, Any]) -> list[str]:
         ({"moderation": {"input": {}}}, ["stops, logprobs and moderation"]),
         ({"omitted": ["candidateIndex"]}, ["stops, logprobs and moderation"]),
         ({"stop": "pause"}, ["response content, provider-run tools and citations"]),
+        ({"reasoning": {"reasoning": "Hm."}}, ["reasoning from OpenAI-compatible servers"]),
     ],
-    ids=["plain", "length", "refusal", "stop-sequence", "content-filter", "moderation", "omitted", "pause"],
+    ids=[
+        "plain",
+        "length",
+        "refusal",
+        "stop-sequence",
+        "content-filter",
+        "moderation",
+        "omitted",
+        "pause",
+        "reasoning",
+    ],
 )
 def test_the_extension_is_named_only_when_used(output: dict[str, Any], expected: list[str]) -> None:
     assert names(output) == expected

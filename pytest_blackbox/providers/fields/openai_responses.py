@@ -54,10 +54,11 @@ OUTPUT: Final = Kinds(
 #: and the accounting are dropped (docs/providers.md#what-a-replay-does-not-reproduce).
 RESPONSE: Final = fields(
     "object status incomplete_details error moderation",
-    "id created_at completed_at model usage tool_usage instructions tools tool_choice temperature "
-    "top_p top_logprobs text reasoning store metadata parallel_tool_calls max_output_tokens "
-    "max_tool_calls previous_response_id conversation truncation user service_tier background prompt "
-    "prompt_cache_key prompt_cache_retention prompt_cache_options prompt_cache_diagnostics "
+    "id created_at completed_at model usage tool_usage instructions tools tool_choice temperature top_p "
+    "top_logprobs frequency_penalty presence_penalty text reasoning store metadata parallel_tool_calls "
+    "max_output_tokens max_tool_calls previous_response_id conversation truncation user service_tier "
+    "background prompt prompt_cache_key prompt_cache_retention prompt_cache_options "
+    "prompt_cache_diagnostics "
     "safety_identifier billing",
     "access_programs image input_transformations",
     output=OUTPUT,

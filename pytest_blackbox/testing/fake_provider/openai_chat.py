@@ -50,6 +50,8 @@ def script(
         completion["choices"][0]["message"]["annotations"] = [dict(item) for item in annotations]
         if envelope.moderation is not None:
             completion["moderation"] = dict(envelope.moderation)
+        completion.update(envelope.extras or {})
+        completion["choices"][0]["message"].update(envelope.message_extras or {})
         if envelope.stop is not None:
             completion["choices"][0]["finish_reason"] = envelope.stop
         if envelope.logprobs is not None:
@@ -59,7 +61,8 @@ def script(
             }
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
-        chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None
+        extras = (dict(envelope.extras or {}), dict(envelope.message_extras or {}))
+        chunks = (lambda: _chunks(completion, usage, *extras)) if asks_stream(request) else None
         return answer(completion, headers, chunks, gzip=gzip)
 
     return respond
@@ -108,10 +111,12 @@ def _completion(request: ReceivedRequest, ids: Ids, text: str | None, calls: Cal
     }
 
 
-def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
+def _chunks(
+    completion: dict[str, Any], include_usage: bool, extras: dict[str, Any], message_extras: dict[str, Any]
+) -> Iterator[bytes]:
     """The chunk sequence of a streamed completion, ending with ``data: [DONE]``."""
     head = {key: completion[key] for key in ("id", "created", "model", "service_tier", "system_fingerprint")}
-    head["object"] = "chat.completion.chunk"
+    head.update(object="chat.completion.chunk", **extras)
     choice = completion["choices"][0]
     message = choice["message"]
 
@@ -122,6 +127,9 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     yield chunk(
         {"role": "assistant", "content": "" if message["content"] is not None else None, "refusal": None}
     )
+    for key, value in message_extras.items():
+        cut = len(value) // 2 if isinstance(value, str) else None
+        yield from (chunk({key: piece}) for piece in ([value[:cut], value[cut:]] if cut else [value]))
     if message["content"]:
         yield chunk({"content": message["content"]}, logprobs=choice["logprobs"])
     for index, call in enumerate(message.get("tool_calls", [])):
