@@ -8,6 +8,7 @@ SDK release that adds a field fails here until the field is placed in one of the
 
 from __future__ import annotations
 
+import json
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,16 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pytest_blackbox.providers.fields import TABLES, Fields, Kinds, Shape, field_pattern, unknown_in_response
+from pytest_blackbox.providers import PROVIDERS
+from pytest_blackbox.providers.fields import (
+    TABLES,
+    Fields,
+    Kinds,
+    Shape,
+    field_pattern,
+    unknown_in_response,
+    unknown_in_stream,
+)
 
 
 def _models(annotation: Any) -> Iterator[type[BaseModel]]:
@@ -124,3 +134,78 @@ def test_a_pattern_writes_every_index_as_brackets() -> None:
 
 def test_fields_and_kinds_are_the_table_types() -> None:
     assert all(isinstance(t.response, (Fields, Kinds)) for t in TABLES.values())
+
+
+def sse(*events: tuple[str | None, dict[str, Any]]) -> bytes:
+    return b"".join(
+        (f"event: {name}\n" if name else "").encode() + f"data: {json.dumps(data)}\n\n".encode()
+        for name, data in events
+    )
+
+
+ANTHROPIC_STREAM = sse(
+    (
+        "message_start",
+        {"type": "message_start", "message": {"type": "message", "role": "assistant", "content": []}},
+    ),
+    (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ),
+    (
+        "content_block_delta",
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "Hi", "x_new": 1},
+        },
+    ),
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "x_why": "a"},
+            "usage": {"output_tokens": 1},
+        },
+    ),
+    ("message_stop", {"type": "message_stop"}),
+)
+RESPONSES_STREAM = sse(
+    (None, {"type": "response.output_text.delta", "sequence_number": 0, "delta": "Hi", "x_new": 1}),
+    (
+        None,
+        {
+            "type": "response.completed",
+            "sequence_number": 1,
+            "response": {"status": "completed", "output": [], "x_top": 2},
+        },
+    ),
+)
+GEMINI_STREAM = sse(
+    (None, {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}}], "responseId": "r"}),
+    (
+        None,
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": "!", "x_new": 1}]}, "finishReason": "STOP"}
+            ]
+        },
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body", "unknown"),
+    [
+        ("anthropic", ANTHROPIC_STREAM, ["content_block_delta.delta.x_new", "message_delta.delta.x_why"]),
+        ("openai_responses", RESPONSES_STREAM, ["response.output_text.delta.x_new", "x_top"]),
+        ("gemini", GEMINI_STREAM, ["candidates[0].content.parts[0].x_new"]),
+    ],
+    ids=["anthropic", "openai_responses", "gemini"],
+)
+def test_a_streams_unknown_fields_are_named_by_event(protocol: str, body: bytes, unknown: list[str]) -> None:
+    """An event's path starts with its type where the protocol names events; a Responses stream's
+    closing response is checked as the response; a Gemini chunk as a response."""
+    answer = PROVIDERS[protocol].collect_stream(body) if protocol == "openai_responses" else None
+    assert unknown_in_stream(protocol, body, answer) == unknown
