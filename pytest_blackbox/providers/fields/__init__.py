@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ..sse import event_object, parse_events
@@ -46,8 +46,6 @@ class Table:
     by_type: bool
     #: The stream's closing response is checked too (Responses: its closing event carries it whole).
     answer_in_stream: bool = False
-    #: Fields the SDK's models hold that never come over the wire (filled in by the SDK itself).
-    sdk_only: frozenset[str] = field(default_factory=frozenset)
 
 
 TABLES: Final[Mapping[str, Table]] = {
@@ -56,7 +54,7 @@ TABLES: Final[Mapping[str, Table]] = {
     "openai_responses": Table(
         openai_responses.RESPONSE, openai_responses.EVENTS, by_type=True, answer_in_stream=True
     ),
-    "gemini": Table(gemini.RESPONSE, gemini.RESPONSE, by_type=False, sdk_only=gemini.SDK_ONLY),
+    "gemini": Table(gemini.RESPONSE, gemini.RESPONSE, by_type=False),
 }
 
 

@@ -6,7 +6,7 @@ from typing import Final
 
 from .shapes import fields
 
-__all__ = ["RESPONSE", "SDK_ONLY"]
+__all__ = ["RESPONSE"]
 
 #: Part kinds are the module's: it records text, calls and media and refuses the others with advice
 #: of its own (``providers/gemini/parts.py``); thought parts and signatures are dropped.
@@ -30,6 +30,3 @@ RESPONSE: Final = fields(
     "responseId modelVersion usageMetadata createTime modelStatus promptFeedback",
     candidates=_CANDIDATE,
 )
-
-#: Fields of the SDK's response type it fills in itself: never on the wire.
-SDK_ONLY: Final = frozenset({"sdkHttpResponse", "automaticFunctionCallingHistory", "parsed"})
