@@ -484,8 +484,6 @@ class ReplayOutput:
     stop_sequence: str | None = None
     #: The recorded token log probabilities of the text (camelCase), when the response had them.
     logprobs: list[Any] | None = None
-    #: The reasoning text a Chat answer came with, by its neutral field name (``providers.envelope``).
-    reasoning: dict[str, str] | None = None
 
     @property
     def has_calls(self) -> bool:
@@ -578,10 +576,8 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         _bad_output("has a moderation that is not a JSON object")
     if logprobs is not None and not isinstance(logprobs, list):
         _bad_output("has logprobs that are not a list")
-    reasoning = output.get("reasoning")
-    if reasoning is not None and not (
-        isinstance(reasoning, dict) and all(isinstance(text, str) for text in reasoning.values())
-    ):
+    reasoning = output.get("reasoning") or {}  # given back by providers.reasoning, from the output itself
+    if not isinstance(reasoning, dict) or not all(isinstance(text, str) for text in reasoning.values()):
         _bad_output("has a reasoning that is not an object of texts")
     if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
         _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
@@ -594,7 +590,6 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         "omitted": frozenset(omitted),
         "stop_sequence": sequence,
         "logprobs": logprobs,
-        "reasoning": reasoning,
     }
 
 

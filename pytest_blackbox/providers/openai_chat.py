@@ -394,7 +394,7 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
         "annotations": nested_wire(
             next((p.get("citations", []) for p in recorded.parts if p["type"] == "text"), [])
         ),
-        **reasoning_wire(recorded.reasoning),
+        **reasoning_wire(output.get("reasoning")),
     }
     if recorded.has_calls:
         message["tool_calls"] = [
