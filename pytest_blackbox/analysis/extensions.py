@@ -58,6 +58,11 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "choices"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
+    Extension(
+        "reasoning from OpenAI-compatible servers",
+        "reasoning-from-openai-compatible-servers",
+        output_fields=frozenset({"reasoning"}),
+    ),
 )
 
 

@@ -134,10 +134,13 @@ class _Envelope(TypedDict, total=False):
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
     ``omitted`` names wire fields this response left out, so a replay leaves them out too;
     ``choices`` are the choices after the first of a request for several (Chat ``n``, Gemini
-    ``candidateCount``), each a model output of its own.
+    ``candidateCount``), each a model output of its own;
+    ``reasoning`` is the reasoning text an OpenAI-compatible server sent beside a Chat answer, by the
+    field it came in (``reasoningContent``, ``reasoning``).
     """
 
     moderation: dict[str, Any]
+    reasoning: dict[str, str]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
     choices: list[dict[str, Any]]

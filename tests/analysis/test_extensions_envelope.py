@@ -26,6 +26,7 @@ def names(output: dict[str, Any]) -> list[str]:
         ({"omitted": ["candidateIndex"]}, ["stops, choices, logprobs and moderation"]),
         ({"choices": [{"type": "final_answer", "text": "b"}]}, ["stops, choices, logprobs and moderation"]),
         ({"stop": "pause"}, ["response content, provider-run tools and citations"]),
+        ({"reasoning": {"reasoning": "Hm."}}, ["reasoning from OpenAI-compatible servers"]),
     ],
     ids=[
         "plain",
@@ -37,6 +38,7 @@ def names(output: dict[str, Any]) -> list[str]:
         "omitted",
         "choices",
         "pause",
+        "reasoning",
     ],
 )
 def test_the_extension_is_named_only_when_used(output: dict[str, Any], expected: list[str]) -> None:
