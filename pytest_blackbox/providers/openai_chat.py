@@ -6,11 +6,9 @@ results), function tools neutral tool definitions, and the behaviour controls ``
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
 Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, …) are
-refused with a ``BlackboxUnsupportedError`` naming the field, never recorded or replayed altered.
-Strict function tools are recorded in ``params.toolStrict`` rather than refused: agent frameworks
-send them by default.
-
-See docs/providers.md#openai-chat-completions.
+refused, naming the field. Strict function tools are recorded in ``params.toolStrict`` (agent
+frameworks send them by default), several choices (``n``) through ``providers.choices``. See
+docs/providers.md#openai-chat-completions.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
+from . import choices as several
 from .common import (
     CallIds,
     ReplayArgs,
@@ -88,6 +87,7 @@ _PARAMS: Final = (
     ("modalities", "modalities"),
     ("web_search_options", "webSearchOptions"),
     ("moderation", "moderation"),
+    ("n", "choiceCount"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -108,7 +108,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
 
     ``path`` gives only the Azure OpenAI deployment it names; Chat Completions carries the rest in the body.
     """
-    request = require_object(body, "the request body")
+    request = several.counted(require_object(body, "the request body"))
     _check_request(request)
     raw_messages = list_field(request, "messages")
     instructions: list[str] = []
@@ -142,9 +142,6 @@ def _strict_tools(tools: list[Any]) -> dict[str, bool] | None:
 
 
 def _check_request(request: dict[str, Any]) -> None:
-    n = request.get("n")
-    if n is not None and n != 1:
-        unsupported("n > 1 (several choices per request)", "request one choice per call", "n")
     if request.get("audio") is not None:
         unsupported("the audio request field (audio output)", _AUDIO_ADVICE, "audio")
     for field in ("functions", "function_call"):
@@ -190,14 +187,7 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
             continue
         results = None
         if role == "user":
-            messages.append(
-                {
-                    "role": "user",
-                    "content": text_or_media(
-                        message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA
-                    ),
-                }
-            )
+            messages.append({"role": "user", "content": _media_content(message, at)})
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
         elif role in INSTRUCTION_ROLES:
@@ -211,8 +201,14 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
     return messages
 
 
+def _media_content(message: dict[str, Any], at: str) -> str | list[dict[str, Any]]:
+    """A user or tool message's content: its text, or its text and media parts in order."""
+    return text_or_media(message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA)
+
+
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
-    """A tool message's content is kept as the text the agent sent: never parsed, never an error.
+    """A tool message's content is kept as the agent sent it, never parsed, never an error: its text,
+    or its text and media parts in order (a screenshot tool's, for OpenAI-compatible servers).
 
     A ``name`` is accepted when it is the called function's (instructor sends one with each re-ask):
     the recorded ``toolName`` already says it. Any other name would be lost, so it is refused.
@@ -224,8 +220,8 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
             "leave name out, or send the name of the function called",
             f"{at}.name",
         )
-    text = content_text(message.get("content"), f"{at}.content")
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
+    result = _media_content(message, at)
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": result}
 
 
 def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
@@ -275,6 +271,7 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
 # -- responses ---------------------------------------------------------------------------------
 
 
+@several.normalized_per_choice("choices")
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Chat Completions response body.
 
@@ -369,6 +366,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
 # -- replay ------------------------------------------------------------------------------------
 
 
+@several.synthesized_per_choice(several.join_chat_choices)
 def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Chat Completions response a replay returns for a recorded output.
 
@@ -426,6 +424,7 @@ def error_body(message: str) -> dict[str, Any]:
 # -- streams -----------------------------------------------------------------------------------
 
 
+@several.collected_per_choice("choices")
 def collect_stream(body: bytes) -> dict[str, Any]:
     """The completion a complete chunk stream adds up to, ready for :func:`normalize_response`.
 
@@ -465,7 +464,7 @@ class _CompletionCollector:
 
     def _choice(self, choice: dict[str, Any], position: int) -> None:
         if choice.get("index", 0) != 0:
-            unsupported("several choices in a stream", "request one choice per call", f"event {position}")
+            unsupported("a stream whose one choice is not index 0", several.INDEX_ADVICE, f"event {position}")
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
         self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))
@@ -509,6 +508,7 @@ class _CompletionCollector:
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
 
 
+@several.synthesized_per_choice(several.join_chat_streams)
 def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The chunk stream a replay serves for a recorded output, one item per event.
 

@@ -22,6 +22,7 @@ import pytest
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.launcher import child_env
+from pytest_blackbox.engine import GOOGLE_PLACEHOLDER_CREDENTIALS
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import (
@@ -183,6 +184,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "OPENAI_API_KEY": "blackbox-offline-placeholder",
         "GEMINI_API_KEY": "blackbox-offline-placeholder",
         "AZURE_OPENAI_API_KEY": "blackbox-offline-placeholder",
+        "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
     }
 
 
@@ -437,7 +439,10 @@ def test_5_the_default_fork_output_linked_to_the_parent_is_refused(
 #: A field of the refused table for each provider: (agent options that send it, the message's start).
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "anthropic": ({"tool_fields": {"strict": True}}, "strict: true on a tool is not supported yet"),
-    "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),
+    "openai": (
+        {"extra": {"functions": [{"name": "f", "parameters": {}}]}},
+        "the legacy functions request field is not supported yet",
+    ),
 }
 
 

@@ -28,9 +28,10 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
-from ..common import CallIds, ReplayArgs, read_output, unsupported
+from ..choices import choice_outputs
+from ..common import CallIds, ReplayArgs, read_output
 from . import request
-from .parts import Conversation
+from .parts import CODE_TOOL, CodeIds, Conversation, bind_calls
 from .response import collect_stream as collect_stream
 from .response import normalize_response as normalize_response
 from .synthesis import error_body as error_body
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
 NAME: Final = "gemini"
 
 #: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
-#: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
+#: ``…/projects/{p}/locations/{l}/publishers/google/models/{model}:…`` matches too: the same protocol
+#: on another road (``providers.vertex``), recorded and compared alike.
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "contents"
@@ -70,7 +72,6 @@ def for_path(path: str) -> GeminiCall | None:
     return GeminiCall(
         model=resource.removeprefix("models/"),
         stream=method == "streamGenerateContent",
-        vertex="/publishers/" in path,
     )
 
 
@@ -86,22 +87,13 @@ class GeminiCall:
     NAME: ClassVar[str] = NAME
     HISTORY: ClassVar[str] = HISTORY
 
-    def __init__(self, *, model: str, stream: bool, vertex: bool = False) -> None:
+    def __init__(self, *, model: str, stream: bool) -> None:
         self.model = model
         self.stream = stream
-        self.vertex = vertex
         self._ids: CallIds | None = None
         self._conversation: Conversation | None = None
 
     def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
-        if self.vertex:
-            unsupported(
-                "Vertex AI (a …/publishers/…/models/… path)",
-                "Google Cloud credentials are refreshed outside the model call, which a replay cannot "
-                "answer offline; record against the Gemini Developer API (genai.Client(api_key=…) "
-                "without vertexai)",
-                "the request path",
-            )
         payload, self._conversation = request.normalize(body, ids, self.model)
         self._ids = ids
         return payload
@@ -131,11 +123,20 @@ class GeminiCall:
         return self.stream
 
     def _bind_replayed(self, output: Any) -> None:
-        """Bind a replayed answer's calls to their place, as recording did, for id-less histories."""
+        """Bind a replayed answer's calls and code execution to their place, as recording did, for
+        id-less histories."""
         if self._ids is None or self._conversation is None:
             return
-        for position, call in enumerate(read_output(output).calls):
-            self._ids.bind(self._conversation.call_key(position), call["toolCallId"], call["toolName"])
+        recorded = read_output(output)
+        bind_calls(self._ids, self._conversation, choice_outputs(output))
+        if "codeExecutionId" not in recorded.omitted:
+            return  # the replay sends the ids, which the history then carries
+        code = CodeIds(self._ids, self._conversation, answer=True)
+        for part in recorded.parts:
+            if part.get("toolName") == CODE_TOOL and part["type"] == "server_tool_use":
+                code.use(None, part["toolCallId"])
+            elif part.get("toolName") == CODE_TOOL and part["type"] == "server_tool_result":
+                code.result(None, part["toolCallId"])
 
 
 def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:

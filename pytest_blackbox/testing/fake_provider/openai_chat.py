@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -42,11 +43,16 @@ def script(
     gzip: bool,
     annotations: Sequence[Mapping[str, Any]] = (),
     envelope: Envelope = PLAIN,
+    more: Sequence[tuple[str | None, Calls]] = (),
 ) -> Script:
-    """A completion; ``annotations`` (``url_citation``s of a search model) on its message."""
+    """A completion; ``annotations`` (``url_citation``s of a search model) on its message; ``more``:
+    the text and calls of the choices after the first (a request with ``n > 1``)."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         completion = _completion(request, ids, text, calls)
+        for index, (other_text, other_calls) in enumerate(more, start=1):
+            choice = _completion(request, ids, other_text, other_calls)["choices"][0]
+            completion["choices"].append({**choice, "index": index})
         completion["choices"][0]["message"]["annotations"] = [dict(item) for item in annotations]
         if envelope.moderation is not None:
             completion["moderation"] = dict(envelope.moderation)
@@ -112,12 +118,23 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     """The chunk sequence of a streamed completion, ending with ``data: [DONE]``."""
     head = {key: completion[key] for key in ("id", "created", "model", "service_tier", "system_fingerprint")}
     head["object"] = "chat.completion.chunk"
-    choice = completion["choices"][0]
+    streams = [list(_choice_chunks(head, choice)) for choice in completion["choices"]]
+    for group in itertools.zip_longest(*streams):  # several choices stream interleaved
+        yield from (chunk for chunk in group if chunk is not None)
+    if include_usage:
+        yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
+    if "moderation" in completion:
+        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
+    yield sse(None, "[DONE]")
+
+
+def _choice_chunks(head: dict[str, Any], choice: dict[str, Any]) -> Iterator[bytes]:
+    """One choice's chunks: its role, content, each tool call, and its finish reason."""
     message = choice["message"]
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]
-        return sse(None, {**head, "choices": choices})
+        one = {"index": choice["index"], "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        return sse(None, {**head, "choices": [one]})
 
     yield chunk(
         {"role": "assistant", "content": "" if message["content"] is not None else None, "refusal": None}
@@ -132,11 +149,6 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     yield chunk(
         {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
     )
-    if include_usage:
-        yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
-    if "moderation" in completion:
-        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
-    yield sse(None, "[DONE]")
 
 
 def _held(body: dict[str, Any]) -> list[Said]:
