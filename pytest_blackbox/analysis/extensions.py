@@ -66,6 +66,11 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         output_fields=frozenset({"conversation", "container"}),
         param_keys=frozenset({"previousResponseId", "conversation", "container"}),
     ),
+    Extension(
+        "reasoning from OpenAI-compatible servers",
+        "reasoning-from-openai-compatible-servers",
+        output_fields=frozenset({"reasoning"}),
+    ),
 )
 
 

@@ -23,6 +23,7 @@ from .bodies import BodyParser
 from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call
 from .ending import RunReport, cassette_out, check_replay, write_cassette
+from .fields import FieldPolicy
 from .fork import SessionFork
 from .keys import KnownKeys
 from .observed import ModelCall, model_calls_of
@@ -105,6 +106,7 @@ class Dispatch:
             concurrent=self.options.mode == "record",
             redact=self.redacted if self._redactor is not None else None,
             media=self.options.media,
+            fields=FieldPolicy(self.options.drop_fields),
         )
 
     def redacted(self, value: Any) -> Any:

@@ -30,7 +30,6 @@ from .common import (
     malformed,
     model_input,
     pick_params,
-    read_output,
     replayed_model,
     require_object,
     require_str,
@@ -41,6 +40,7 @@ from .common import is_stream_request as is_stream_request
 from .content import TEXT_ADVICE, builtin_tool, neutral_fields, ordered_output, wire_fields
 from .envelope import with_envelope
 from .media import anthropic_block, anthropic_content, message_content
+from .replayed import read_output
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 from .vertex import ANTHROPIC_COUNT_TOKENS, ANTHROPIC_ROUTE, model_in_path
 

@@ -9,7 +9,8 @@ shape) the same way. ``omitted`` lists the neutral names of wire fields a respon
 otherwise sends a default (Gemini's candidate ``index``, the Responses ``logprobs`` of a text part),
 so the replayed object has the same fields the live one had; ``present`` is its mirror, the wire
 fields a response spelled out at their default where a replay otherwise leaves them out (an Anthropic
-tool call's ``caller: {"type": "direct"}``).
+tool call's ``caller: {"type": "direct"}``). ``reasoning`` is the reasoning text an
+OpenAI-compatible server sent beside a Chat answer (``providers.reasoning``).
 
 See docs/cassette-format.md#stops-choices-logprobs-and-moderation.
 """
@@ -46,9 +47,13 @@ def with_envelope(
     logprobs: Any = None,
     omitted: tuple[Omitted, ...] = (),
     present: tuple[Present, ...] = (),
+    reasoning: dict[str, str] | None = None,
 ) -> Output:
-    """``output`` with the moderation result, the logprobs and the omitted and present fields, each
-    only when there is one (``logprobs``: the wire's list of tokens, at its place in the response)."""
+    """``output`` with the moderation result, the logprobs, the omitted and present fields and the
+    reasoning, each only when there is one (``logprobs``: the wire's list of tokens, at its place in
+    the response)."""
+    if reasoning:
+        output["reasoning"] = reasoning
     if moderation is not None:
         output["moderation"] = _neutral(moderation, "moderation")
     if logprobs is not None:

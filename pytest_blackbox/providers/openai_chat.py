@@ -29,7 +29,6 @@ from .common import (
     model_input,
     parse_arguments,
     pick_params,
-    read_output,
     replayed_model,
     require_object,
     require_str,
@@ -50,6 +49,8 @@ from .content import (
 )
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
+from .reasoning import JOINED_DELTAS, chat_reasoning, reasoning_deltas, reasoning_wire
+from .replayed import read_output
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 if TYPE_CHECKING:
@@ -293,6 +294,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
     envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
+    envelope["reasoning"] = chat_reasoning(message, "choices[0].message")
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
@@ -390,6 +392,7 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
         "annotations": nested_wire(
             next((p.get("citations", []) for p in recorded.parts if p["type"] == "text"), [])
         ),
+        **reasoning_wire(output.get("reasoning")),
     }
     if recorded.has_calls:
         message["tool_calls"] = [
@@ -470,8 +473,8 @@ class _CompletionCollector:
         self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))
         delta = require_object(choice.get("delta") or {}, "choices[0].delta", "response")
         for key, value in delta.items():
-            if key in ("content", "refusal") and isinstance(value, str):
-                self._message[key] = (self._message[key] or "") + value
+            if key in JOINED_DELTAS and isinstance(value, str):
+                self._message[key] = (self._message.get(key) or "") + value
             elif key == "tool_calls" and isinstance(value, list):
                 for raw in value:
                     self._tool_call(require_object(raw, "choices[0].delta.tool_calls[0]", "response"))
@@ -539,6 +542,7 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
         "refusal": "" if refused else None,
     }
     chunks = [chunk(opening)]
+    chunks.extend(chunk(delta) for delta in reasoning_deltas(message))
     key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
     logprobs = choice["logprobs"]  # all of them with the first piece
     chunks.extend(chunk({key: bit}, logprobs=None if n else logprobs) for n, bit in enumerate(pieces(text)))

@@ -140,10 +140,13 @@ class _Envelope(TypedDict, total=False):
     ``conversation`` (a neutral id) and ``container`` (its neutral ``id`` and other fields in camelCase)
     are the conversation state the provider keeps that the response named;
     ``choices`` are the choices after the first of a request for several (Chat ``n``, Gemini
-    ``candidateCount``), each a model output of its own.
+    ``candidateCount``), each a model output of its own;
+    ``reasoning`` is the reasoning text an OpenAI-compatible server sent beside a Chat answer, by the
+    field it came in (``reasoningContent``, ``reasoning``).
     """
 
     moderation: dict[str, Any]
+    reasoning: dict[str, str]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
     present: list[Present]

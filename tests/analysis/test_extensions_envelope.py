@@ -31,6 +31,7 @@ def names(output: dict[str, Any]) -> list[str]:
         ({"present": ["directCaller"]}, ["stops, choices, logprobs and moderation"]),
         ({"stop": "pause"}, ["response content, provider-run tools and citations"]),
         ({"container": {"id": "container-0"}}, [STATE]),
+        ({"reasoning": {"reasoning": "Hm."}}, ["reasoning from OpenAI-compatible servers"]),
     ],
     ids=[
         "plain",
@@ -44,6 +45,7 @@ def names(output: dict[str, Any]) -> list[str]:
         "present",
         "pause",
         "container",
+        "reasoning",
     ],
 )
 def test_the_extension_is_named_only_when_used(output: dict[str, Any], expected: list[str]) -> None:

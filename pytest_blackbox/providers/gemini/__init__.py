@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
 from ..choices import choice_outputs
-from ..common import CallIds, ReplayArgs, read_output
+from ..common import CallIds, ReplayArgs
+from ..replayed import read_output
 from . import request
 from .parts import CODE_TOOL, CodeIds, Conversation, bind_calls
 from .response import collect_stream as collect_stream

@@ -18,13 +18,13 @@ from ..common import (
     json_copy,
     label,
     malformed,
-    read_output,
     require_object,
     require_str,
     unsupported,
 )
 from ..content import server_result, server_use, text_part
 from ..media import GEMINI_MEDIA
+from ..replayed import read_output
 
 NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 #: The parts of the codeExecution tool: the code the model ran and what it printed (model turns only).

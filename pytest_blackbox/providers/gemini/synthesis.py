@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from .. import choices as several
-from ..common import ReplayArgs, ReplayOutput, label, read_output, replayed_model, unsupported
+from ..common import ReplayArgs, label, replayed_model, unsupported
+from ..replayed import ReplayOutput, read_output
 from ..sse import encode_event, pieces
 from .parts import CODE_TOOL
 from .response import FINISH_REASONS, METADATA_TOOLS

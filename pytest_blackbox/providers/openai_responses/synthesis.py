@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..common import ReplayArgs, arguments_text, read_output, replayed_model
+from ..common import ReplayArgs, arguments_text, replayed_model
 from ..envelope import wire_json
+from ..replayed import read_output
 from ..responses_content import wire_annotations, wire_server_item
 from .response import INCOMPLETE_REASONS
 
