@@ -90,7 +90,9 @@ class WireCall:
         }
         if self.provider.is_stream_request(self.body, path=self.path):
             events = self.provider.synthesize_stream(output["payload"], request_body=self.body, **where)
-            return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
+            return Reply(
+                status=200, body=b"".join(events), headers=list(providers.stream_headers(self.provider))
+            )
         synthesized = self.provider.synthesize_response(output["payload"], **where)
         return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
@@ -105,7 +107,7 @@ class WireCall:
         if not 200 <= response.status < 300:
             return None
         content_type = next((value for name, value in response.headers if name == "content-type"), "")
-        if not content_type.strip().lower().startswith("text/event-stream"):
+        if not providers.is_stream_type(content_type):
             return parse_json_body(response.body, "the response body") if response.complete else None
         try:
             return self.provider.collect_stream(response.body)

@@ -14,7 +14,7 @@ import re
 from typing import Any, Final, Protocol
 
 from ..trace.model import ModelInput, ModelOutput
-from . import anthropic, gemini, openai_chat, openai_responses
+from . import anthropic, bedrock, bedrock_converse, gemini, openai_chat, openai_responses
 from .common import CallIds
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
@@ -24,12 +24,15 @@ __all__ = [
     "ROUTES",
     "SIDE_ROUTES",
     "SSE_HEADERS",
+    "STREAM_TYPES",
     "CallIds",
     "Provider",
+    "is_stream_type",
     "model_api_of",
     "provider_for_call",
     "provider_for_path",
     "side_call_of",
+    "stream_headers",
 ]
 
 
@@ -109,7 +112,14 @@ class Provider(Protocol):
         ...
 
 
-_MODULES: Final[tuple[Provider, ...]] = (anthropic, openai_chat, openai_responses, gemini)
+_MODULES: Final[tuple[Provider, ...]] = (
+    anthropic,
+    openai_chat,
+    openai_responses,
+    gemini,
+    bedrock,
+    bedrock_converse,
+)
 
 #: Every provider by its name, which is also the name of its interception route.
 PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in _MODULES}
@@ -123,6 +133,22 @@ ROUTES: Final[dict[str, str]] = {provider.NAME: provider.ROUTE for provider in _
 SIDE_ROUTES: Final[dict[str, str]] = {
     method: pattern for provider in _MODULES for method, pattern in provider.SIDE_ROUTES.items()
 }
+
+
+#: The content types of a streamed answer: SSE, and the AWS event stream Amazon Bedrock streams in.
+STREAM_TYPES: Final = ("text/event-stream", "application/vnd.amazon.eventstream")
+
+
+def stream_headers(provider: Provider) -> tuple[tuple[str, str], ...]:
+    """The headers a replayed stream is served with: the protocol's ``STREAM_HEADERS`` (Bedrock's
+    event stream) or, for the SSE protocols, which declare none, :data:`SSE_HEADERS`."""
+    headers: tuple[tuple[str, str], ...] = getattr(provider, "STREAM_HEADERS", SSE_HEADERS)
+    return headers
+
+
+def is_stream_type(content_type: str) -> bool:
+    """Whether a response's content type is one of a streamed answer (:data:`STREAM_TYPES`)."""
+    return content_type.strip().lower().startswith(STREAM_TYPES)
 
 
 def side_call_of(path: str) -> str | None:

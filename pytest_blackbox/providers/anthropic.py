@@ -15,6 +15,7 @@ See docs/providers.md#anthropic-messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Final, Literal
 
 from ..trace.canonical import js_stringify
@@ -45,11 +46,13 @@ __all__ = [
     "NAME",
     "ROUTE",
     "SIDE_ROUTES",
+    "collect_events",
     "collect_stream",
     "error_body",
     "is_stream_request",
     "normalize_request",
     "normalize_response",
+    "stream_events",
     "synthesize_response",
     "synthesize_stream",
 ]
@@ -344,10 +347,19 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     ``error`` event, or a stream that ends before ``message_stop``, is refused: there is no whole
     answer to record.
     """
+    return collect_events(
+        (position, event_object(event, position))
+        for position, event in enumerate(parse_events(body))
+        if event.event is not None
+    )
+
+
+def collect_events(events: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """The Messages response a stream's events (each with its position) add up to, however they were
+    framed: SSE, or Amazon Bedrock's event stream."""
     collector = _MessageCollector()
-    for position, event in enumerate(parse_events(body)):
-        if event.event is not None:
-            collector.add(event_object(event, position), position)
+    for position, event in events:
+        collector.add(event, position)
     return collector.message()
 
 
@@ -447,12 +459,21 @@ def synthesize_stream(
     timestamp: int | float,
     request_body: Any = None,
 ) -> list[bytes]:
-    """The event stream a replay serves for a recorded output, one item per event.
+    """The event stream a replay serves for a recorded output, one item per event (see
+    :func:`stream_events`). ``request_body`` is unused: a Messages stream has no request-dependent parts.
+    """
+    events = stream_events(output, output_index=output_index, model=model, timestamp=timestamp)
+    return [encode_event(event["type"], event) for event in events]
 
-    It carries exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
+
+def stream_events(
+    output: Any, *, output_index: int, model: str | None, timestamp: int | float
+) -> list[dict[str, Any]]:
+    """The events of a replayed stream, as JSON objects, whatever framing carries them.
+
+    They carry exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
     zero usage, each block's start, deltas (text, or the input's JSON text, in fixed-size pieces) and
-    stop, then ``message_delta`` with the stop reason and ``message_stop``. ``request_body`` is
-    unused: a Messages stream has no request-dependent parts.
+    stop, then ``message_delta`` with the stop reason and ``message_stop``.
     """
     message = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
     start = {**message, "content": [], "stop_reason": None}
@@ -469,7 +490,7 @@ def synthesize_stream(
     return events
 
 
-def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
+def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     """A block's start, deltas and stop; a tool result block comes whole in its start, as the API sends it."""
     deltas: list[dict[str, Any]] = []
     if block["type"] == "text":
@@ -494,5 +515,5 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
     ]
 
 
-def _event(kind: str, **fields: Any) -> bytes:
-    return encode_event(kind, {"type": kind, **fields})
+def _event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields}
