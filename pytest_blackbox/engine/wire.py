@@ -22,7 +22,13 @@ from ..trace.model import ModelInput, TraceStep
 from ..vocabulary import Media
 from .bodies import BodyParser
 from .hosts import host_allowed, is_local
-from .keys import HEADER_KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
+from .keys import (
+    AWS_CREDENTIAL_VARIABLES,
+    HEADER_KEY_VARIABLES,
+    OFFLINE_PLACEHOLDER_KEY,
+    PROVIDER_KEY_VARIABLES,
+    KnownKeys,
+)
 
 __all__ = [
     "WireCall",
@@ -199,16 +205,24 @@ def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) ->
     the real key, and the provider would only answer 401.
     """
     found = keys.placeholder_in(request.headers, request.url)
-    if found is not None:
-        where, carrier = found
-        variable = HEADER_KEY_VARIABLES.get(carrier) or PROVIDER_KEY_VARIABLES.get(
-            provider, "the provider's API key variable"
-        )
+    if found is None:
+        return
+    where, carrier = found
+    variable = HEADER_KEY_VARIABLES.get(carrier) or PROVIDER_KEY_VARIABLES.get(
+        provider, "the provider's API key variable"
+    )
+    if variable in AWS_CREDENTIAL_VARIABLES:
         raise BlackboxUsageError(
-            f"recording needs a real key: this request carries the offline placeholder key "
-            f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "
-            "to record (the placeholder only lets SDK clients start for a replay)"
+            "recording needs real AWS credentials: this request is signed with the offline placeholder "
+            f"credentials ({OFFLINE_PLACEHOLDER_KEY}), so it was not sent; set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to record (the placeholders only let SDK clients "
+            "start for a replay)"
         )
+    raise BlackboxUsageError(
+        f"recording needs a real key: this request carries the offline placeholder key "
+        f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "
+        "to record (the placeholder only lets SDK clients start for a replay)"
+    )
 
 
 def refusal(provider: providers.Provider, text: str) -> Reply:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -20,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY, set_placeholder_keys
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types
@@ -296,17 +299,30 @@ def test_no_aws_credential_is_written(recorded: Recording) -> None:
     assert "Signature" not in text and "AWS4-HMAC" not in text
 
 
+@pytest.fixture
+def keyless(recorded: Recording, provider_keys: pytest.MonkeyPatch) -> Recording:
+    """The recording, replayed with no key and no AWS credential set: only the placeholders the
+    pytest plugin sets before conftests load (here set as it sets them)."""
+    for name in (*TEST_KEYS, *AWS):
+        provider_keys.delenv(name)
+    placeholders: dict[str, str] = {}
+    for name in set_placeholder_keys(placeholders):
+        provider_keys.setenv(name, placeholders[name])
+    assert os.environ["AWS_ACCESS_KEY_ID"] == OFFLINE_PLACEHOLDER_KEY
+    return recorded
+
+
 def test_replay_is_offline_and_runs_no_tool(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+    keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
+    replays_offline(keyless, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
 
 
 def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+    keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
     rejected = anthropic.BadRequestError if flavor.client == "anthropic" else _client_error()
-    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
+    fails_strictly(keyless, network_guard, sessions, partial(run, flavor), rejected)
 
 
 def _client_error() -> type[BaseException]:
