@@ -46,15 +46,16 @@ __all__ = [
 ]
 
 NAME: Final = "bedrock"
-#: InvokeModel and its streaming twin, under any base URL (the model id is percent-encoded).
-ROUTE: Final = r"/model/[^/]+/(?:invoke|invoke-with-response-stream)$"
+#: InvokeModel and its streaming twin, under any base URL; the model id may be an ARN, whose ``/``
+#: the interception layer sees decoded.
+ROUTE: Final = r"/model/.+/(?:invoke|invoke-with-response-stream)$"
 HISTORY: Final = anthropic.HISTORY
 #: Bedrock's token counting (``/model/{id}/count-tokens``) is a side call, not a model call.
 SIDE_ROUTES: Final[dict[str, str]] = {"bedrock count_tokens": r"/model/[^/]+/count-tokens$"}
 #: How a replayed stream is served: the AWS event stream, not SSE.
 STREAM_HEADERS: Final = EVENT_STREAM_HEADERS
 
-_PATH: Final = re.compile(r"/model/([^/]+)/(?:invoke|invoke-with-response-stream|converse|converse-stream)$")
+_PATH: Final = re.compile(r"/model/(.+)/(?:invoke|invoke-with-response-stream|converse|converse-stream)$")
 #: Request fields of the Bedrock envelope that are not compared (see the module docstring).
 _ENVELOPE: Final = ("anthropic_version", "anthropic_beta")
 #: Geographic prefixes of cross-region inference profiles (``us.anthropic.claude-…``).

@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 NAME: Final = "bedrock_converse"
-ROUTE: Final = r"/model/[^/]+/(?:converse|converse-stream)$"
+ROUTE: Final = r"/model/.+/(?:converse|converse-stream)$"
 HISTORY: Final = "messages"
 SIDE_ROUTES: Final[dict[str, str]] = {}
 STREAM_HEADERS: Final = EVENT_STREAM_HEADERS

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox import BlackboxUnsupportedError, Session
+from pytest_blackbox import BlackboxUnsupportedError, Session, providers
 from pytest_blackbox.providers import CallIds, bedrock, bedrock_converse
 from pytest_blackbox.providers.eventstream import encode_message, read_events
 from pytest_blackbox.providers.sse import StreamCutShort
@@ -302,3 +302,11 @@ def test_a_guardrail_stop_is_refused() -> None:
     }
     with pytest.raises(BlackboxUnsupportedError, match='stopReason "guardrail_intervened"'):
         bedrock_converse.normalize_response(response, CallIds())
+
+
+def test_a_model_arn_is_the_model() -> None:
+    arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5"
+    path = "/model/" + arn.replace(":", "%3A").replace("/", "%2F") + "/converse"
+    assert providers.provider_for_path(path.replace("%3A", ":").replace("%2F", "/")) is bedrock_converse
+    normalized = bedrock_converse.normalize_request({"messages": []}, CallIds(), path=path)
+    assert normalized["model"] == arn
