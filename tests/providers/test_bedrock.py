@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_blackbox import BlackboxUnsupportedError, Session, providers
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY, header_secrets, set_placeholder_keys
 from pytest_blackbox.providers import CallIds, bedrock, bedrock_converse
 from pytest_blackbox.providers.eventstream import encode_message, read_events
 from pytest_blackbox.providers.sse import StreamCutShort
@@ -310,3 +311,40 @@ def test_a_model_arn_is_the_model() -> None:
     assert providers.provider_for_path(path.replace("%3A", ":").replace("%2F", "/")) is bedrock_converse
     normalized = bedrock_converse.normalize_request({"messages": []}, CallIds(), path=path)
     assert normalized["model"] == arn
+
+
+# -- credentials ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("environment", "given"),
+    [
+        ({}, {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"}),
+        ({"AWS_PROFILE": "ci"}, set()),
+        ({"AWS_ACCESS_KEY_ID": "AKIAREAL", "AWS_REGION": "eu-west-1"}, set()),
+        ({"AWS_WEB_IDENTITY_TOKEN_FILE": "token", "AWS_DEFAULT_REGION": "eu-west-1"}, set()),
+        ({"AWS_SECRET_ACCESS_KEY": "real-secret"}, {"AWS_ACCESS_KEY_ID", "AWS_DEFAULT_REGION"}),
+    ],
+    ids=["none", "profile", "key-and-region", "web-identity", "secret-only"],
+)
+def test_aws_placeholders_only_where_no_credential_source_is_set(
+    environment: dict[str, str], given: set[str]
+) -> None:
+    env = dict(environment)
+    aws = {name for name in set_placeholder_keys(env) if name.startswith("AWS_")}
+    assert aws == given
+    assert {name: env[name] for name in given} == {
+        name: "us-east-1" if name == "AWS_DEFAULT_REGION" else OFFLINE_PLACEHOLDER_KEY for name in given
+    }
+
+
+def test_a_sigv4_signature_gives_its_key_id_and_signature_as_secrets() -> None:
+    value = (
+        "AWS4-HMAC-SHA256 Credential=AKIABLACKBOXFAKE0005/20260101/us-east-1/bedrock/aws4_request, "
+        "SignedHeaders=host;x-amz-date, Signature=0123456789abcdef0123456789abcdef"
+    )
+    assert header_secrets([("authorization", value), ("x-amz-security-token", "session-token")]) == [
+        ("authorization", "AKIABLACKBOXFAKE0005"),
+        ("authorization", "0123456789abcdef0123456789abcdef"),
+        ("x-amz-security-token", "session-token"),
+    ]
