@@ -328,4 +328,5 @@ def test_strict_replay_fails_on_changed_instructions(
 def _client_error() -> type[BaseException]:
     from botocore.exceptions import ClientError
 
-    return ClientError
+    error: type[BaseException] = ClientError
+    return error

@@ -75,7 +75,7 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
         tool(bb.tool("get_weather", travel.get_weather), parse_docstring=True),
         tool(bb.tool("get_time", travel.get_time), parse_docstring=True),
     ]
-    model = ChatBedrockConverse(model=MODEL, endpoint_url=root, region_name="us-east-1").bind_tools(tools)
+    model = ChatBedrockConverse(model_id=MODEL, endpoint_url=root, region_name="us-east-1").bind_tools(tools)
     by_name = {t.name: t for t in tools}
     messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(PROMPT)]
     while True:

@@ -217,7 +217,9 @@ def test_a_converse_request_with_media_and_tool_results_normalizes() -> None:
         "toolChoice": {"auto": {}},
     }
     assert normalized["tools"] == [{"name": "lookup", "description": "", "inputSchema": {"type": "object"}}]
-    image, document = normalized["messages"][0]["content"][1:]
+    content = normalized["messages"][0]["content"]
+    assert isinstance(content, list)
+    image, document = content[1:]
     assert (image["kind"], image["mediaType"], document["mediaType"], document["title"]) == (
         "image",
         "image/png",
