@@ -11,13 +11,16 @@ that one call (:func:`provider_for_call`). See docs/providers.md.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..trace.model import ModelInput, ModelOutput
 from . import anthropic, bedrock, bedrock_converse, gemini, openai_chat, openai_responses
-from .common import CallIds
+from .common import CallIds, ReplayArgs
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "PROVIDERS",
@@ -27,6 +30,7 @@ __all__ = [
     "STREAM_TYPES",
     "CallIds",
     "Provider",
+    "ReplayArgs",
     "is_stream_type",
     "model_api_of",
     "provider_for_call",
@@ -45,7 +49,8 @@ class Provider(Protocol):
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"`` or ``"gemini"``: its route's name."""
+        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"``, ``"gemini"``, ``"bedrock"`` or
+        ``"bedrock_converse"``: its route's name."""
         ...
 
     @property
@@ -81,25 +86,14 @@ class Provider(Protocol):
         """
         ...
 
-    def synthesize_response(
-        self, output: Any, *, output_index: int, model: str | None, timestamp: int | float
-    ) -> dict[str, Any]:
+    def synthesize_response(self, output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
         """The response body a replay returns for a recorded ``model_output``."""
         ...
 
-    def synthesize_stream(
-        self,
-        output: Any,
-        *,
-        output_index: int,
-        model: str | None,
-        timestamp: int | float,
-        request_body: Any = None,
-    ) -> list[bytes]:
+    def synthesize_stream(self, output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
         """The events a replay streams for a recorded ``model_output``, one item per event.
 
-        Served joined, with :data:`SSE_HEADERS`. ``request_body`` decides optional parts (the OpenAI
-        Chat usage chunk).
+        Served joined, with :func:`stream_headers`. :class:`ReplayArgs` says what ``where`` holds.
         """
         ...
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.canonical import js_stringify
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolDefinition
 from .anthropic_content import DROPPED, Block, block_of, neutral_parts, wire_block
 from .common import (
     CallIds,
-    is_stream_request,
+    ReplayArgs,
     join_text_blocks,
     json_copy,
     label,
@@ -32,30 +32,20 @@ from .common import (
     model_input,
     pick_params,
     read_output,
+    replayed_model,
     require_object,
     require_str,
     tool_definition,
     unsupported,
 )
-from .content import builtin_tool, ordered_output
+from .common import is_stream_request as is_stream_request
+from .content import TEXT_ADVICE, builtin_tool, ordered_output
 from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "collect_events",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "stream_events",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 
 NAME: Final = "anthropic"
 #: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
@@ -81,7 +71,6 @@ _PARAMS: Final = (
 _BLOCKS_ADVICE: Final = (
     "only text, image, document, tool_use and tool_result blocks can be recorded in this version"
 )
-_TEXT_ADVICE: Final = "only text content can be recorded in this version"
 #: A provider-defined tool's fields that are not compared: its name and type are, apart, and
 #: ``cache_control`` does not change the answer (as for custom tools).
 _BUILTIN_SKIP: Final = ("name", "type", "cache_control")
@@ -127,7 +116,7 @@ def _system_prompt(system: Any) -> str | None:
     if system is None or isinstance(system, str):
         return system
     if isinstance(system, list):
-        return join_text_blocks(system, "system", _TEXT_ADVICE)
+        return join_text_blocks(system, "system", TEXT_ADVICE)
     malformed("system", "a string or a list of text blocks")
 
 
@@ -294,9 +283,7 @@ def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
 # -- replay ------------------------------------------------------------------------------------
 
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Messages response a replay returns for a recorded output.
 
     Tool-use ids are the neutral ``call-N`` ids and usage is zero. ``timestamp`` is unused: the
@@ -305,10 +292,10 @@ def synthesize_response(
     recorded = read_output(output)
     content = [wire_block(part) for part in recorded.parts]
     return {
-        "id": f"blackbox-replay-{output_index}",
+        "id": f"blackbox-replay-{where['output_index']}",
         "type": "message",
         "role": "assistant",
-        "model": model if model is not None else "unknown",
+        "model": replayed_model(where),
         "content": content,
         "stop_reason": _REPLAYED_STOPS.get(
             recorded.stop or "", "tool_use" if recorded.has_calls else "end_turn"
@@ -451,31 +438,21 @@ def _tool_input_json(text: str, index: int) -> Any:
         stream_problem(f"has tool input that is not complete JSON (content block {index})")
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The event stream a replay serves for a recorded output, one item per event (see
     :func:`stream_events`). ``request_body`` is unused: a Messages stream has no request-dependent parts.
     """
-    events = stream_events(output, output_index=output_index, model=model, timestamp=timestamp)
-    return [encode_event(event["type"], event) for event in events]
+    return [encode_event(event["type"], event) for event in stream_events(output, **where)]
 
 
-def stream_events(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> list[dict[str, Any]]:
+def stream_events(output: Any, **where: Unpack[ReplayArgs]) -> list[dict[str, Any]]:
     """The events of a replayed stream, as JSON objects, whatever framing carries them.
 
     They carry exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
     zero usage, each block's start, deltas (text, or the input's JSON text, in fixed-size pieces) and
     stop, then ``message_delta`` with the stop reason and ``message_stop``.
     """
-    message = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    message = synthesize_response(output, **where)
     start = {**message, "content": [], "stop_reason": None}
     events = [_event("message_start", message=start), _event("ping")]
     for index, block in enumerate(message["content"]):

@@ -19,31 +19,18 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 from ..trace.canonical import js_stringify
 from ..trace.model import ModelInput
 from . import anthropic
-from .common import CallIds, label, require_object, unsupported
+from .common import CallIds, ReplayArgs, label, require_object, unsupported
 from .eventstream import EVENT_STREAM_HEADERS, encode_message, read_events
 from .sse import stream_problem
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "STREAM_HEADERS",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "model_of_path",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 NAME: Final = "bedrock"
 #: InvokeModel and its streaming twin, under any base URL; the model id may be an ARN, whose ``/``
@@ -126,16 +113,9 @@ def _chunk(payload: dict[str, Any], position: int) -> dict[str, Any]:
     return event
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The Bedrock event stream a replay serves: the Messages stream events, each a ``chunk``."""
-    events = anthropic.stream_events(output, output_index=output_index, model=model, timestamp=timestamp)
+    events = anthropic.stream_events(output, **where)
     return [
         encode_message("chunk", {"bytes": base64.b64encode(js_stringify(event).encode("utf-8")).decode()})
         for event in events

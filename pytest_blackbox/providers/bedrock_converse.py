@@ -18,13 +18,15 @@ See docs/providers.md#amazon-bedrock-converse-boto3.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..trace.canonical import js_stringify
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolDefinition
-from .bedrock import error_body, model_of_path
+from .bedrock import error_body as error_body
+from .bedrock import model_of_path
 from .common import (
     CallIds,
+    ReplayArgs,
     json_copy,
     label,
     list_field,
@@ -42,20 +44,8 @@ from .eventstream import EVENT_STREAM_HEADERS, encode_message, read_events
 from .media import bytes_part, message_content, with_extras
 from .sse import pieces, stream_problem
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "STREAM_HEADERS",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 NAME: Final = "bedrock_converse"
 ROUTE: Final = r"/model/.+/(?:converse|converse-stream)$"
@@ -454,12 +444,10 @@ def _content(output: Any) -> tuple[list[dict[str, Any]], str]:
     return blocks, reason
 
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Converse response a replay returns: the recorded content, zero usage and latency.
 
-    ``output_index``, ``model`` and ``timestamp`` are unused: a Converse response names none of them.
+    ``where`` is unused: a Converse response names no id, model or time.
     """
     content, reason = _content(output)
     return {
@@ -470,16 +458,9 @@ def synthesize_response(
     }
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The event stream a replay serves: text and tool input JSON in fixed-size pieces, then the stop
-    and zero usage. ``request_body`` is unused."""
+    and zero usage. ``where`` is unused."""
     content, reason = _content(output)
     events: list[bytes] = [encode_message("messageStart", {"role": "assistant"})]
     for index, block in enumerate(content):

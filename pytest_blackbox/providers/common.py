@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypedDict, TypeVar, get_args
 
 from ..errors import BlackboxUnsupportedError
 from ..trace.canonical import js_stringify
@@ -33,11 +33,15 @@ from ..trace.model import (
     ToolDefinition,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
+
 __all__ = [
     "OMITTABLE",
     "OUTPUT_PARTS",
     "STOPS",
     "CallIds",
+    "ReplayArgs",
     "ReplayOutput",
     "arguments_text",
     "azure_deployment",
@@ -53,6 +57,7 @@ __all__ = [
     "pick_params",
     "present",
     "read_output",
+    "replayed_model",
     "require_object",
     "require_str",
     "tool_calls_output",
@@ -74,6 +79,27 @@ OUTPUT_PARTS: Final = ("text", "tool_use", "server_tool_use", "server_tool_resul
 _LABEL_LIMIT: Final = 60
 N = TypeVar("N")
 _AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/]+)/")
+
+
+class ReplayArgs(TypedDict):
+    """What a provider's ``synthesize_response`` and ``synthesize_stream`` take besides the output.
+
+    One definition for every protocol's replay verbs (``**where: Unpack[ReplayArgs]``): the recorded
+    output's ``output_index`` (response ids derive from it), the ``model`` the request named, the step's
+    ``timestamp`` (ms), and for a stream the ``request_body``, which decides optional parts (the OpenAI
+    Chat usage chunk). A protocol whose wire carries no such field ignores it.
+    """
+
+    output_index: int
+    model: str | None
+    timestamp: int | float
+    request_body: NotRequired[Any]
+
+
+def replayed_model(where: ReplayArgs) -> str:
+    """The model name a replayed answer carries: the one the request named, else ``"unknown"``."""
+    model = where["model"]
+    return model if model is not None else "unknown"
 
 
 class CallIds:

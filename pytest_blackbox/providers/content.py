@@ -11,14 +11,29 @@ docs/cassette-format.md#response-content-provider-run-tools-and-citations.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from ..trace.model import FinalAnswer, Stop, ToolCallRef, ToolCallsOutput, ToolDefinition
-from .common import final_answer, json_copy, label, malformed, require_object, tool_calls_output, unsupported
+from .common import (
+    final_answer,
+    join_text_blocks,
+    json_copy,
+    label,
+    malformed,
+    require_object,
+    tool_calls_output,
+    unsupported,
+)
 
 __all__ = [
+    "INSTRUCTION_ROLES",
+    "REFUSAL_HISTORY_ADVICE",
+    "TEXT_ADVICE",
+    "annotation_objects",
     "builtin_tool",
     "citations_of",
+    "content_text",
+    "late_instruction",
     "nested_citations_of",
     "nested_wire",
     "neutral_fields",
@@ -34,6 +49,43 @@ _CAMEL_PIECE: Final = re.compile(r"_([a-z])")
 _UPPER: Final = re.compile(r"[A-Z]")
 _PLAIN_TEXT: Final = frozenset({"type", "text"})
 _PLAIN_CALL: Final = frozenset({"type", "toolCallId", "toolName", "toolInput"})
+#: Why content other than text is refused where only text is read.
+TEXT_ADVICE: Final = "only text content can be recorded in this version"
+#: Why a refusal sent back in the history is refused.
+REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
+#: The OpenAI roles that make the system prompt, read from the leading messages only.
+INSTRUCTION_ROLES: Final = ("system", "developer")
+
+
+def late_instruction(role: str, at: str) -> NoReturn:
+    """Refuses a system or developer message after the first turn: only leading ones are the prompt."""
+    unsupported(
+        f"a {role} message after the conversation starts", "put system and developer messages first", at
+    )
+
+
+def content_text(content: Any, at: str, text_types: tuple[str, ...] = ()) -> str:
+    """Message content as text: text parts joined with a blank line, nothing else accepted.
+
+    ``text_types`` are the protocol's own names of a text part (the Responses API's ``input_text``),
+    read as ``text``; a refusal part is refused by name, as it would come back as ordinary text.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        malformed(at, "a string or a list of content parts")
+    for index, part in enumerate(content):
+        if isinstance(part, dict) and part.get("type") == "refusal":
+            unsupported("a refusal part in the history", REFUSAL_HISTORY_ADVICE, f"{at}[{index}]")
+    texts = [
+        {"type": "text", "text": part.get("text")}
+        if isinstance(part, dict) and part.get("type") in text_types
+        else part
+        for part in content
+    ]
+    return join_text_blocks(texts, at, TEXT_ADVICE)
 
 
 def text_part(text: str, citations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -101,17 +153,20 @@ def citations_of(raw: Any, at: str, side: str = "response") -> list[dict[str, An
     ]
 
 
+def annotation_objects(raw: Any, at: str) -> list[tuple[str, dict[str, Any]]]:
+    """A response's annotations (OpenAI Chat or Responses), each with where it stands; none for ``None``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        malformed(at, "a list of annotations", "response")
+    return [(f"{at}[{i}]", require_object(item, f"{at}[{i}]", "response")) for i, item in enumerate(raw)]
+
+
 def nested_citations_of(raw: Any, at: str) -> list[dict[str, Any]] | None:
     """OpenAI Chat annotations (``{"type": "url_citation", "url_citation": {…}}``) as neutral citations,
     their inner fields lifted next to ``type``; ``None`` when there are none."""
-    if raw is None or raw == []:
-        return None
-    if not isinstance(raw, list):
-        malformed(at, "a list of annotations", "response")
     citations = []
-    for index, item in enumerate(raw):
-        where = f"{at}[{index}]"
-        annotation = require_object(item, where, "response")
+    for where, annotation in annotation_objects(raw, at):
         kind = annotation.get("type")
         if not isinstance(kind, str) or set(annotation) != {"type", kind}:
             unsupported(
@@ -121,7 +176,7 @@ def nested_citations_of(raw: Any, at: str) -> list[dict[str, Any]] | None:
             )
         inner = require_object(annotation[kind], f"{where}.{kind}", "response")
         citations.append({"type": kind, **neutral_fields(inner, f"{where}.{kind}")})
-    return citations
+    return citations or None
 
 
 def nested_wire(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:

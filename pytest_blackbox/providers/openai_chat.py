@@ -15,16 +15,15 @@ See docs/providers.md#openai-chat-completions.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
 from .common import (
     CallIds,
+    ReplayArgs,
     arguments_text,
     azure_deployment,
     final_answer,
-    is_stream_request,
-    join_text_blocks,
     label,
     list_field,
     malformed,
@@ -32,30 +31,31 @@ from .common import (
     parse_arguments,
     pick_params,
     read_output,
+    replayed_model,
     require_object,
     require_str,
     tool_calls_output,
     tool_definition,
     unsupported,
 )
-from .content import nested_citations_of, nested_wire, ordered_output, text_part
+from .common import is_stream_request as is_stream_request
+from .content import (
+    INSTRUCTION_ROLES,
+    REFUSAL_HISTORY_ADVICE,
+    content_text,
+    late_instruction,
+    nested_citations_of,
+    nested_wire,
+    ordered_output,
+    text_part,
+)
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 
 NAME: Final = "openai_chat"
 #: Chat Completions, under any base URL (Azure deployments included).
@@ -91,11 +91,8 @@ _PARAMS: Final = (
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
-_INSTRUCTION_ROLES: Final = ("system", "developer")
 _LEGACY_ADVICE: Final = "use tools and tool_choice instead of the legacy functions API"
 _AUDIO_ADVICE: Final = "request text output; audio cannot be recorded in this version"
-_TEXT_ADVICE: Final = "only text content can be recorded in this version"
-_REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 _FUNCTION_TOOLS_ADVICE: Final = "only function tools can be recorded in this version"
 _FINISH_REASONS: Final = (None, "stop", "length", "tool_calls", "content_filter")
 #: finish_reason → neutral stop, and back for a replay (``stop`` and ``tool_calls`` are no stop).
@@ -116,8 +113,8 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     raw_messages = list_field(request, "messages")
     instructions: list[str] = []
     start = 0
-    while start < len(raw_messages) and _role(raw_messages[start], start) in _INSTRUCTION_ROLES:
-        instructions.append(_content_text(raw_messages[start].get("content"), f"messages[{start}].content"))
+    while start < len(raw_messages) and _role(raw_messages[start], start) in INSTRUCTION_ROLES:
+        instructions.append(content_text(raw_messages[start].get("content"), f"messages[{start}].content"))
         start += 1
     messages = _messages(raw_messages, start, ids)
     tools = list_field(request, "tools")
@@ -174,7 +171,7 @@ def _role(raw: Any, index: int) -> Any:
     if message.get("audio") is not None:
         unsupported("audio in the history", _AUDIO_ADVICE, f"{at}.audio")
     if message.get("refusal") is not None:
-        unsupported("an assistant refusal in the history", _REFUSAL_HISTORY_ADVICE, f"{at}.refusal")
+        unsupported("an assistant refusal in the history", REFUSAL_HISTORY_ADVICE, f"{at}.refusal")
     return message.get("role")
 
 
@@ -197,18 +194,14 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
                 {
                     "role": "user",
                     "content": text_or_media(
-                        message.get("content"), f"{at}.content", _content_text, chat_media, CHAT_MEDIA
+                        message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA
                     ),
                 }
             )
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
-        elif role in _INSTRUCTION_ROLES:
-            unsupported(
-                f"a {role} message after the conversation starts",
-                "put system and developer messages first",
-                at,
-            )
+        elif role in INSTRUCTION_ROLES:
+            late_instruction(role, at)
         else:
             unsupported(
                 f"{label(role)} messages",
@@ -216,20 +209,6 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
                 f"{at}.role",
             )
     return messages
-
-
-def _content_text(content: Any, at: str) -> str:
-    """Message content as text: text parts joined with a blank line, nothing else accepted."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        malformed(at, "a string or a list of content parts")
-    for index, part in enumerate(content):
-        if isinstance(part, dict) and part.get("type") == "refusal":
-            unsupported("a refusal part in the history", _REFUSAL_HISTORY_ADVICE, f"{at}[{index}]")
-    return join_text_blocks(content, at, _TEXT_ADVICE)
 
 
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
@@ -245,12 +224,12 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
             "leave name out, or send the name of the function called",
             f"{at}.name",
         )
-    text = _content_text(message.get("content"), f"{at}.content")
+    text = content_text(message.get("content"), f"{at}.content")
     return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
 
 
 def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
-    text = _content_text(message.get("content"), f"{at}.content")
+    text = content_text(message.get("content"), f"{at}.content")
     tool_calls = message.get("tool_calls")
     if tool_calls is None or tool_calls == []:
         return {"role": "assistant", "content": text}
@@ -390,9 +369,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
 # -- replay ------------------------------------------------------------------------------------
 
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Chat Completions response a replay returns for a recorded output.
 
     Tool-call ids are the neutral ``call-N`` ids, usage is zero, and ``created`` is the recorded
@@ -428,10 +405,10 @@ def synthesize_response(
     finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
     logprobs = chat_logprobs_wire(recorded.logprobs)
     completion = {
-        "id": f"blackbox-replay-{output_index}",
+        "id": f"blackbox-replay-{where['output_index']}",
         "object": "chat.completion",
-        "created": int(timestamp // 1000),
-        "model": model if model is not None else "unknown",
+        "created": int(where["timestamp"] // 1000),
+        "model": replayed_model(where),
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
@@ -532,14 +509,7 @@ class _CompletionCollector:
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The chunk stream a replay serves for a recorded output, one item per event.
 
     It carries exactly :func:`synthesize_response`'s completion: a role chunk, the content (or the
@@ -548,7 +518,7 @@ def synthesize_stream(
     the request's ``stream_options`` asks for it, the moderation chunk when one was recorded, and
     ``data: [DONE]``.
     """
-    completion = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    completion = synthesize_response(output, **where)
     head = {
         "id": completion["id"],
         "object": "chat.completion.chunk",
@@ -587,7 +557,7 @@ def synthesize_stream(
             {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
         )
     )
-    if _includes_usage(request_body):
+    if _includes_usage(where.get("request_body")):
         chunks.append(encode_event(None, {**head, "choices": [], "usage": completion["usage"]}))
     if "moderation" in completion:
         chunks.append(encode_event(None, {**head, "choices": [], "moderation": completion["moderation"]}))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .common import CallIds, json_copy, label, malformed, require_object, require_str
-from .content import neutral_fields, server_use, wire_fields
+from .common import CallIds, json_copy, label, malformed, require_str
+from .content import annotation_objects, neutral_fields, server_use, wire_fields
 
 __all__ = ["SERVER_ITEMS", "annotations_of", "server_part", "wire_annotations", "wire_server_item"]
 
@@ -48,19 +48,14 @@ def wire_server_item(part: dict[str, Any]) -> dict[str, Any]:
 
 def annotations_of(raw: Any, at: str) -> list[dict[str, Any]] | None:
     """An ``output_text`` part's annotations as neutral citations (camelCase); ``None`` when none."""
-    if raw is None or raw == []:
-        return None
-    if not isinstance(raw, list):
-        malformed(at, "a list of annotations", "response")
     citations = []
-    for index, item in enumerate(raw):
-        annotation = require_object(item, f"{at}[{index}]", "response")
+    for where, annotation in annotation_objects(raw, at):
         kind = annotation.get("type")
         if not isinstance(kind, str):
-            malformed(f"{at}[{index}].type", f"a string, not {label(kind)}", "response")
+            malformed(f"{where}.type", f"a string, not {label(kind)}", "response")
         rest = {key: value for key, value in annotation.items() if key != "type"}
-        citations.append({"type": kind, **neutral_fields(rest, f"{at}[{index}]")})
-    return citations
+        citations.append({"type": kind, **neutral_fields(rest, where)})
+    return citations or None
 
 
 def wire_annotations(citations: list[dict[str, Any]] | None) -> list[dict[str, Any]]:

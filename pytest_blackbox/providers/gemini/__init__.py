@@ -25,31 +25,21 @@ See docs/providers.md#google-gemini-google-genai for the field-by-field table.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
-from ..common import CallIds, read_output, unsupported
+from ..common import CallIds, ReplayArgs, read_output, unsupported
 from . import request
 from .parts import Conversation
-from .response import collect_stream, normalize_response
-from .synthesis import error_body, synthesize_response, synthesize_stream
+from .response import collect_stream as collect_stream
+from .response import normalize_response as normalize_response
+from .synthesis import error_body as error_body
+from .synthesis import synthesize_response as synthesize_response
+from .synthesis import synthesize_stream as synthesize_stream
 
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "PATH",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "GeminiCall",
-    "collect_stream",
-    "error_body",
-    "for_path",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 
 NAME: Final = "gemini"
 
@@ -122,24 +112,16 @@ class GeminiCall:
     def collect_stream(self, body: bytes) -> dict[str, Any]:
         return collect_stream(body)
 
-    def synthesize_response(
-        self, output: Any, *, output_index: int, model: str | None, timestamp: int | float
-    ) -> dict[str, Any]:
-        """The response for a recorded output; ``model`` is unused (the path names it)."""
+    def synthesize_response(self, output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
+        """The response for a recorded output; ``where``'s model is unused (the path names it)."""
         self._bind_replayed(output)
-        return synthesize_response(output, output_index=output_index, model=self.model, timestamp=timestamp)
+        where["model"] = self.model
+        return synthesize_response(output, **where)
 
-    def synthesize_stream(
-        self,
-        output: Any,
-        *,
-        output_index: int,
-        model: str | None,
-        timestamp: int | float,
-        request_body: Any = None,
-    ) -> list[bytes]:
+    def synthesize_stream(self, output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
         self._bind_replayed(output)
-        return synthesize_stream(output, output_index=output_index, model=self.model, timestamp=timestamp)
+        where["model"] = self.model
+        return synthesize_stream(output, **where)
 
     def error_body(self, message: str) -> dict[str, Any]:
         return error_body(message)

@@ -5,11 +5,14 @@ See docs/providers.md#google-gemini-google-genai.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..common import ReplayOutput, label, read_output, unsupported
+from ..common import ReplayArgs, ReplayOutput, label, read_output, replayed_model, unsupported
 from ..sse import encode_event, pieces
 from .response import FINISH_REASONS, METADATA_TOOLS
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: Neutral stop → the finish reason a replay sends: the one it was recorded from.
 _REPLAYED_FINISH: Final[dict[str | None, str]] = {stop: reason for reason, stop in FINISH_REASONS.items()}
@@ -21,26 +24,17 @@ def error_body(message: str) -> dict[str, Any]:
     return {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}
 
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The generateContent response a replay returns for a recorded output.
 
     Function calls carry their ``call-N`` as ``id`` and usage is zero. ``timestamp`` is unused: the
     response carries no creation time.
     """
     recorded = read_output(output)
-    return _chunk(_replay_parts(recorded), recorded, model, output_index, last=True)
+    return _chunk(_replay_parts(recorded), recorded, where, last=True)
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The server-sent events a replay streams for a recorded output, one item per event.
 
     Each event is one response chunk: the text in fixed-size pieces, then one chunk per function
@@ -52,7 +46,7 @@ def synthesize_stream(
     texts = [[{"text": piece}] for piece in pieces(recorded.text)]
     groups = texts + [[part] for part in parts if "functionCall" in part] or [[]]
     return [
-        encode_event(None, _chunk(group, recorded, model, output_index, last=index == len(groups) - 1))
+        encode_event(None, _chunk(group, recorded, where, last=index == len(groups) - 1))
         for index, group in enumerate(groups)
     ]
 
@@ -82,7 +76,7 @@ def _metadata(recorded: ReplayOutput) -> dict[str, Any]:
 
 
 def _chunk(
-    parts: list[dict[str, Any]], recorded: ReplayOutput, model: str | None, output_index: int, *, last: bool
+    parts: list[dict[str, Any]], recorded: ReplayOutput, where: ReplayArgs, *, last: bool
 ) -> dict[str, Any]:
     """A response (or one streamed chunk of it); an empty answer has content without parts."""
     content: dict[str, Any] = {"parts": parts, "role": "model"} if parts else {"role": "model"}
@@ -97,6 +91,6 @@ def _chunk(
     chunk: dict[str, Any] = {"candidates": [candidate]}
     if last:
         chunk["usageMetadata"] = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
-    chunk["modelVersion"] = model if model is not None else "unknown"
-    chunk["responseId"] = f"blackbox-replay-{output_index}"
+    chunk["modelVersion"] = replayed_model(where)
+    chunk["responseId"] = f"blackbox-replay-{where['output_index']}"
     return chunk

@@ -25,26 +25,13 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..common import is_stream_request
-from ..openai_chat import error_body
-from .request import normalize_request
-from .response import normalize_response
-from .stream import collect_stream, synthesize_stream
-from .synthesis import synthesize_response
-
-__all__ = [
-    "HISTORY",
-    "NAME",
-    "ROUTE",
-    "SIDE_ROUTES",
-    "collect_stream",
-    "error_body",
-    "is_stream_request",
-    "normalize_request",
-    "normalize_response",
-    "synthesize_response",
-    "synthesize_stream",
-]
+from ..common import is_stream_request as is_stream_request
+from ..openai_chat import error_body as error_body
+from .request import normalize_request as normalize_request
+from .response import normalize_response as normalize_response
+from .stream import collect_stream as collect_stream
+from .stream import synthesize_stream as synthesize_stream
+from .synthesis import synthesize_response as synthesize_response
 
 NAME: Final = "openai_responses"
 #: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.

@@ -11,7 +11,6 @@ from ...trace.model import Message, ModelInput, ToolDefinition
 from ..common import (
     CallIds,
     azure_deployment,
-    join_text_blocks,
     label,
     list_field,
     malformed,
@@ -23,7 +22,7 @@ from ..common import (
     tool_definition,
     unsupported,
 )
-from ..content import builtin_tool
+from ..content import INSTRUCTION_ROLES, builtin_tool, content_text, late_instruction
 from ..media import RESPONSES_MEDIA, responses_media, text_or_media
 from ..responses_content import SERVER_ITEMS, server_part
 
@@ -54,10 +53,7 @@ _SERVER_STATE_ADVICE: Final = (
     "send the whole conversation in input and the prompt text in instructions, so the cassette holds "
     "what the model saw and a replay can compare it"
 )
-_INSTRUCTION_ROLES: Final = ("system", "developer")
 _TEXT_PARTS: Final = ("input_text", "output_text")
-TEXT_ADVICE: Final = "only text content can be recorded in this version"
-_REFUSAL_HISTORY_ADVICE: Final = "a refusal in the history would be recorded as ordinary text"
 #: Built-in tools the agent runs itself, whose calls this version does not record.
 _CLIENT_BUILTINS: Final = frozenset(
     {"custom", "computer_use_preview", "computer", "local_shell", "shell", "apply_patch"}
@@ -79,7 +75,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     items = _input_items(request.get("input"))
     instructions = [] if request.get("instructions") is None else [_instructions(request["instructions"])]
     start = 0
-    while start < len(items) and _message_role(items[start], start) in _INSTRUCTION_ROLES:
+    while start < len(items) and _message_role(items[start], start) in INSTRUCTION_ROLES:
         instructions.append(_content_text(items[start].get("content"), f"input[{start}].content"))
         start += 1
     transcript = _Transcript(ids)
@@ -154,23 +150,8 @@ def _media(content: Any, at: str) -> str | list[dict[str, Any]]:
 
 
 def _content_text(content: Any, at: str) -> str:
-    """Message content as text: text parts joined with a blank line, nothing else accepted."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        malformed(at, "a string or a list of content parts")
-    for index, part in enumerate(content):
-        if isinstance(part, dict) and part.get("type") == "refusal":
-            unsupported("a refusal part in the history", _REFUSAL_HISTORY_ADVICE, f"{at}[{index}]")
-    texts = [
-        {"type": "text", "text": part.get("text")}
-        if isinstance(part, dict) and part.get("type") in _TEXT_PARTS
-        else part
-        for part in content
-    ]
-    return join_text_blocks(texts, at, TEXT_ADVICE)
+    """Message content as text; ``input_text`` and ``output_text`` parts are its text parts."""
+    return content_text(content, at, _TEXT_PARTS)
 
 
 class _Transcript:
@@ -227,12 +208,8 @@ class _Transcript:
             self._messages.append({"role": "user", "content": _media(item.get("content"), f"{at}.content")})
         elif role == "assistant":
             self._text = _content_text(item.get("content"), f"{at}.content")
-        elif role in _INSTRUCTION_ROLES:
-            unsupported(
-                f"a {role} message after the conversation starts",
-                "put system and developer messages first",
-                at,
-            )
+        elif role in INSTRUCTION_ROLES:
+            late_instruction(role, at)
         else:
             unsupported(
                 f"{label(role)} messages", "use user, assistant, system or developer messages", f"{at}.role"

@@ -19,10 +19,9 @@ from ..common import (
     require_str,
     unsupported,
 )
-from ..content import ordered_output, text_part
+from ..content import TEXT_ADVICE, ordered_output, text_part
 from ..envelope import with_envelope
 from ..responses_content import SERVER_ITEMS, annotations_of, server_part
-from .request import TEXT_ADVICE
 
 _ONE_TEXT_ADVICE: Final = (
     "a replay returns one text part (or one refusal) per message, "

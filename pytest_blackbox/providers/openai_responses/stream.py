@@ -5,11 +5,14 @@ See docs/providers.md#openai-responses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..common import label, require_object
+from ..common import ReplayArgs, label, require_object
 from ..sse import encode_event, event_object, parse_events, pieces, stream_problem
 from .synthesis import synthesize_response
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def collect_stream(body: bytes) -> dict[str, Any]:
@@ -42,14 +45,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     )
 
 
-def synthesize_stream(
-    output: Any,
-    *,
-    output_index: int,
-    model: str | None,
-    timestamp: int | float,
-    request_body: Any = None,
-) -> list[bytes]:
+def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The event stream a replay serves for a recorded output, one item per event.
 
     It carries exactly :func:`synthesize_response`'s response: ``response.created`` and
@@ -58,7 +54,7 @@ def synthesize_stream(
     ``response.completed`` (or ``response.incomplete`` for a length stop). Every event carries a
     ``sequence_number`` counting from 0. ``request_body`` is unused.
     """
-    response = synthesize_response(output, output_index=output_index, model=model, timestamp=timestamp)
+    response = synthesize_response(output, **where)
     stream = _EventWriter()
     opening = {**response, "status": "in_progress", "output": [], "incomplete_details": None, "usage": None}
     stream.add("response.created", response=opening)

@@ -5,17 +5,18 @@ See docs/providers.md#openai-responses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..common import arguments_text, read_output
+from ..common import ReplayArgs, arguments_text, read_output, replayed_model
 from ..envelope import wire_json
 from ..responses_content import wire_annotations, wire_server_item
 from .response import INCOMPLETE_REASONS
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-def synthesize_response(
-    output: Any, *, output_index: int, model: str | None, timestamp: int | float
-) -> dict[str, Any]:
+
+def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Responses response a replay returns for a recorded output.
 
     The response id is ``blackbox-replay-<i>``; item ids keep the API's ``msg_`` / ``fc_`` prefixes
@@ -26,6 +27,7 @@ def synthesize_response(
     as it did live, even for an empty answer.
     """
     recorded = read_output(output)
+    output_index = where["output_index"]
     response_id = f"blackbox-replay-{output_index}"
     reason = next((wire for wire, stop in INCOMPLETE_REASONS.items() if stop == recorded.stop), None)
     incomplete = reason is not None
@@ -59,12 +61,12 @@ def synthesize_response(
     response = {
         "id": response_id,
         "object": "response",
-        "created_at": int(timestamp // 1000),
+        "created_at": int(where["timestamp"] // 1000),
         "status": "incomplete" if incomplete else "completed",
         "error": None,
         "incomplete_details": {"reason": reason} if incomplete else None,
         "instructions": None,
-        "model": model if model is not None else "unknown",
+        "model": replayed_model(where),
         "output": items,
         "parallel_tool_calls": True,
         "temperature": None,
