@@ -13,15 +13,15 @@ any other request is left to botocore to send.
 A handler reaches a client through ``botocore.handlers.BUILTIN_HANDLERS``, which every botocore
 session registers when it is created and copies into each client it builds: :func:`install` adds it
 once (the pytest plugin arranges it as soon as botocore is imported, so clients built at import are
-covered). A session created before that is not seen. When the innermost respx router is not an
+covered); outside pytest, :func:`install` adds it when an interceptor starts with botocore loaded.
+A session created before that is not seen. When the innermost respx router is not an
 interceptor's, botocore requests are left alone (respx never sees urllib3). botocore stays
-optional: nothing is imported unless it is installed. See docs/engine.md#model-calls.
+optional: it is never imported here. See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import io
 import sys
 from collections.abc import Iterator
@@ -41,16 +41,18 @@ _CHUNK = 64 * 1024
 
 
 def install() -> None:
-    """Register :func:`before_send` for every botocore session created from now on (once)."""
-    if "botocore" not in sys.modules and importlib.util.find_spec("botocore") is None:
-        return
-    if not is_installed():
-        importlib.import_module("botocore.handlers").BUILTIN_HANDLERS.append(("before-send", before_send))
+    """Register :func:`before_send` for every botocore session created from now on (once).
+
+    Only once botocore is loaded: a run that never imports boto3 does not pay for importing it (the
+    pytest plugin registers the handler itself as botocore loads).
+    """
+    handlers = sys.modules.get("botocore.handlers")
+    if handlers is not None and not is_installed(handlers.BUILTIN_HANDLERS):
+        handlers.BUILTIN_HANDLERS.append(("before-send", before_send))
 
 
-def is_installed() -> bool:
-    """Whether a Blackbox ``before-send`` handler is among botocore's built-in handlers already."""
-    handlers: list[tuple[Any, ...]] = importlib.import_module("botocore.handlers").BUILTIN_HANDLERS
+def is_installed(handlers: list[tuple[Any, ...]]) -> bool:
+    """Whether a Blackbox ``before-send`` handler is among botocore's built-in ``handlers`` already."""
     return any(getattr(spec[1], BOTOCORE_HANDLER_MARK, False) for spec in handlers if len(spec) > 1)
 
 
