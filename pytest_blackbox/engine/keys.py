@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AWS_CREDENTIAL_VARIABLES",
+    "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
@@ -30,6 +32,7 @@ __all__ = [
     "KnownKeys",
     "environment_keys",
     "header_secrets",
+    "is_placeholder",
     "set_placeholder_keys",
 ]
 
@@ -63,6 +66,17 @@ KEY_VARIABLES: Final = (
     *AWS_CREDENTIAL_VARIABLES,
 )
 
+# -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
+
+#: Authorized-user credentials whose access token is the offline placeholder key and never expires,
+#: shipped with the package, for google-auth's GOOGLE_APPLICATION_CREDENTIALS (what a Vertex AI
+#: client, ``genai.Client(vertexai=True)`` or ``AnthropicVertex``, signs with): google-auth loads them
+#: without the network, so a Vertex AI client starts and signs in a replay with no Google account;
+#: a recording that would send the token is refused like a placeholder key. Not a secret.
+GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_placeholder_credentials.json"))
+
+# -- the placeholders -----------------------------------------------------------------------------
+
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
 #: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
 #: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key; AWS
@@ -78,12 +92,17 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "AWS_ACCESS_KEY_ID": _AWS_SOURCES,
     "AWS_SECRET_ACCESS_KEY": ("AWS_ACCESS_KEY_ID", *_AWS_SOURCES),
     "AWS_DEFAULT_REGION": ("AWS_REGION", "AWS_PROFILE"),
+    "GOOGLE_APPLICATION_CREDENTIALS": (),
 }
 
-#: A placeholder that is not the placeholder key: boto3 refuses to build a client without a region,
-#: and a made-up one would not resolve to an endpoint. The region is configuration (a replay does not
-#: compare hosts), never a credential.
-PLACEHOLDER_VALUES: Final = {"AWS_DEFAULT_REGION": "us-east-1"}
+#: Placeholders that are not the placeholder key: Google Cloud's credentials variable names a file
+#: (:data:`GOOGLE_PLACEHOLDER_CREDENTIALS`); boto3 refuses to build a client without a region, and a
+#: made-up one would not resolve to an endpoint (the region is configuration, never a credential, and
+#: a replay does not compare hosts).
+PLACEHOLDER_VALUES: Final = {
+    "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 #: The variable that holds each provider's key, by provider (route) name: what to set to record.
 PROVIDER_KEY_VARIABLES: Final = {
@@ -211,7 +230,8 @@ class KnownKeys(set[str]):
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     """Give every key variable that is unset or blank the placeholder; returns the names it set.
 
-    The SDK constructors refuse to start without a key, and an offline run never sends one.
+    The SDK constructors refuse to start without a key, and an offline run never sends one. A
+    variable of :data:`PLACEHOLDER_VALUES` gets its own placeholder instead.
     """
     missing = [
         name
@@ -221,3 +241,8 @@ def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     for name in missing:
         env[name] = PLACEHOLDER_VALUES.get(name, OFFLINE_PLACEHOLDER_KEY)
     return missing
+
+
+def is_placeholder(value: str | None) -> bool:
+    """Whether a variable's value is one an offline run sets (the key, or a :data:`PLACEHOLDER_VALUES`)."""
+    return value == OFFLINE_PLACEHOLDER_KEY or value in PLACEHOLDER_VALUES.values()

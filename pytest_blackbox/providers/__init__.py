@@ -18,6 +18,8 @@ from . import anthropic, bedrock, bedrock_converse, gemini, openai_chat, openai_
 from .common import CallIds, ReplayArgs
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
+from .vertex import CREDENTIALS_ADVICE as VERTEX_CREDENTIALS_ADVICE
+from .vertex import is_vertex_path
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -28,10 +30,12 @@ __all__ = [
     "SIDE_ROUTES",
     "SSE_HEADERS",
     "STREAM_TYPES",
+    "VERTEX_CREDENTIALS_ADVICE",
     "CallIds",
     "Provider",
     "ReplayArgs",
     "is_stream_type",
+    "is_vertex_path",
     "model_api_of",
     "provider_for_call",
     "provider_for_path",

@@ -22,7 +22,7 @@ def refusal(mode: str, shown: str, api: str) -> str:
 
 
 PATHS = {
-    "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude:streamRawPredict": (
+    "/v1/projects/p/locations/us-east5/publishers/meta/models/llama-4:streamRawPredict": (
         "Vertex AI's rawPredict"
     ),
     "/v1/complete": "the Anthropic Text Completions API",

@@ -22,6 +22,7 @@ import pytest
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.launcher import child_env
+from pytest_blackbox.engine import GOOGLE_PLACEHOLDER_CREDENTIALS
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import (
@@ -186,6 +187,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "AWS_ACCESS_KEY_ID": "blackbox-offline-placeholder",
         "AWS_SECRET_ACCESS_KEY": "blackbox-offline-placeholder",
         "AWS_DEFAULT_REGION": "us-east-1",
+        "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
     }
 
 
