@@ -10,13 +10,13 @@ import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from .. import providers
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
-from ..providers.fields import unknown_in_response, unknown_in_stream
+from ..providers.fields import TABLES, unknown_in_response, unknown_in_stream
 from ..providers.sse import StreamCutShort
 from ..trace.media import without_bytes
 from ..trace.model import ModelInput, TraceStep
@@ -127,9 +127,22 @@ class WireCall:
     def unknown_fields(self, response: UpstreamResponse, answer: Any) -> list[str]:
         """The paths of the fields of a whole answer (:meth:`whole_answer`) its protocol does not know:
         of the JSON body, or of every event of a stream."""
-        if _streamed(response):
-            return unknown_in_stream(self.provider.NAME, response.body, answer)
-        return unknown_in_response(self.provider.NAME, answer)
+        table = _FIELD_TABLES.get(self.provider.NAME, self.provider.NAME)
+        if table not in TABLES:
+            return []  # Converse: its module refuses, by name, the response fields it does not record
+        if _streamed(response) and not _event_stream(response):
+            return unknown_in_stream(table, response.body, answer)
+        return unknown_in_response(table, answer)
+
+
+#: Roads of a protocol whose response fields are that protocol's: InvokeModel's Anthropic bodies. An
+#: AWS event stream is checked through the answer it adds up to (its frames are not SSE).
+_FIELD_TABLES: Final = {"bedrock": "anthropic"}
+
+
+def _event_stream(response: UpstreamResponse) -> bool:
+    content_type = next((value for name, value in response.headers if name == "content-type"), "")
+    return content_type.strip().lower().startswith("application/vnd.amazon.eventstream")
 
 
 def _streamed(response: UpstreamResponse) -> bool:
