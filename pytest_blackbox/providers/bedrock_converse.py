@@ -62,6 +62,8 @@ _INFERENCE: Final = (
 )
 #: Top-level request fields compared as they are, under the same name in ``params``.
 _COMPARED: Final = ("additionalModelRequestFields", "performanceConfig", "serviceTier")
+#: The response fields recorded (``output``, ``stopReason``) or dropped on purpose (``usage``, ``metrics``).
+_RESPONSE_FIELDS: Final = frozenset({"output", "stopReason", "usage", "metrics"})
 _KNOWN: Final = frozenset({"messages", "system", "toolConfig", "inferenceConfig", *_COMPARED})
 _NOT_RECORDED: Final = "it is not recorded in this version, so a replay could not give it back"
 _BLOCKS: Final = "only text, toolUse, toolResult, image and document blocks can be recorded in this version"
@@ -296,9 +298,9 @@ def _tool(raw: Any, at: str) -> ToolDefinition | None:
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` of a Converse response; ``usage`` and ``metrics`` are dropped."""
     response = require_object(body, "the response body", "response")
-    for field in ("additionalModelResponseFields", "trace", "performanceConfig"):
-        if response.get(field) is not None:
-            unsupported(f"{field} in a Converse response", _NOT_RECORDED, field)
+    for field, value in response.items():
+        if field not in _RESPONSE_FIELDS and value is not None:
+            unsupported(f"{label(field)} in a Converse response", _NOT_RECORDED, field)
     output = require_object(response.get("output"), "output", "response")
     message = require_object(output.get("message"), "output.message", "response")
     read: list[tuple[dict[str, Any], str | None]] = []

@@ -350,3 +350,9 @@ def test_a_sigv4_signature_gives_its_key_id_and_signature_as_secrets() -> None:
         ("authorization", "0123456789abcdef0123456789abcdef"),
         ("x-amz-security-token", "session-token"),
     ]
+
+
+def test_an_unknown_converse_response_field_is_refused_naming_it() -> None:
+    response = {"output": {"message": {"role": "assistant", "content": [{"text": "hi"}]}}, "trace": {"x": 1}}
+    with pytest.raises(BlackboxUnsupportedError, match='"trace" in a Converse response'):
+        bedrock_converse.normalize_response(response, CallIds())
