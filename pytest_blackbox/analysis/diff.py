@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..trace.canonical import canonical_json
+from ..trace.canonical import canonical_json, same_encoded
 from ..trace.errors import CanonicalJSONError
 from ..trace.model import Trace, TraceStep
 from ..trace.payloads import Outcome, terminal_outcome, tool_call_sequence
@@ -104,6 +104,9 @@ def _semantic_key(step: TraceStep) -> tuple[Any, str]:
 
 def _same_step(parent: TraceStep, child: TraceStep, semantic: bool) -> bool:
     if semantic:
+        same_type = parent.get("type") == child.get("type")
+        if same_type and same_encoded(parent.get("payload"), child.get("payload")):
+            return True
         return _semantic_key(parent) == _semantic_key(child)
     return parent.get("hash") == child.get("hash")
 

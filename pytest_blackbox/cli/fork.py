@@ -15,13 +15,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.diff import diff_outcome, diff_traces
 from ..analysis.verify import VerifyReport, verify_trace
 from ..demo.agent import SCENARIOS, run_demo
 from ..demo.fork import fork_run
-from ..engine import SessionFork, SessionOptions, environment_keys, read_fork_set, resolve_options
+from ..engine import environment_keys
 from ..errors import BlackboxError, BlackboxUsageError, ForkError, SecretLeakError, TranscriptImportError
 from ..importers import IMPORTERS, import_chat_json, import_claude_code
 from ..trace.io import load_trace, parse_json, read_text, same_file, save_trace
@@ -32,6 +32,9 @@ from ..vocabulary import MATCHES, UNSET
 from .analysis import api_keys
 from .common import add_command
 from .launcher import child_env, outcome_line, run_child
+
+if TYPE_CHECKING:
+    from ..engine import SessionFork, SessionOptions
 
 __all__ = ["DEFAULT_FORK_PAYLOAD", "register", "run_demo_fork", "run_session_fork"]
 
@@ -349,6 +352,10 @@ def _fork_settings(fork: SessionFork, options: SessionOptions) -> dict[str, str]
 
 def run_session_fork(args: argparse.Namespace) -> int:
     """``blackbox fork <cassette> --at N … -- <command>``: every check first, then the command runs."""
+    # the session's side (recording, interception) is imported by this command only: every other
+    # command of ``blackbox`` builds this module's parser and never needs it
+    from ..engine import SessionFork, read_fork_set, resolve_options
+
     command = _fork_command(args)
     _refuse_demo_options(args)
     continue_with = "live" if args.live else "script" if args.script is not None else None

@@ -24,9 +24,9 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 from .. import providers
@@ -225,21 +225,32 @@ class ChildWatch:
                 _Parent.session = None
                 _Parent.owner = None
                 _Parent.base_urls = None
+        _ChildrenOnly.values = {}
         for name, value in self.saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+            _inherit(name)
         self.saved.clear()
 
 
 def follow_children(
-    session: Any, owner: owners.CallOwner | None, *, recording: bool, allowed_hosts: Iterable[str] = ()
+    session: Any,
+    owner: owners.CallOwner | None,
+    *,
+    recording: bool,
+    allowed_hosts: Iterable[str] = (),
+    guarded: bool = False,
 ) -> ChildWatch:
     """Follow the children started from now on into ``session``, and point the base-URL variables at
     the relay's refusing port; a replay points the proxy variables there too (loopback and
     ``allowed_hosts`` stay reachable without the proxy), a recording sends the followed processes'
-    requests to those base URLs on to the real ones (:class:`BaseUrls`)."""
+    requests to those base URLs on to the real ones (:class:`BaseUrls`).
+
+    ``guarded``: the test's own process is behind the replay's socket guard, which refuses its
+    requests already, so the proxy variables go to its children only (:func:`_for_children_only`).
+    """
     relay = _relay()
     originals = {name: os.environ.get(name) for name in BASE_URL_VARIABLES}
     if recording:  # only the variables whose real address is known can be sent on
@@ -247,19 +258,84 @@ def follow_children(
     base_urls = BaseUrls(relay.url, originals, retarget=recording)
     watch = ChildWatch(session, base_urls)
     values = {CHILD_VAR: relay.address, **{name: base_urls.value(name) for name in originals}}
+    proxies: dict[str, str] = {}
     if recording:
         values[BASE_URLS_VAR] = json.dumps(originals)
     else:
-        values.update(dict.fromkeys(PROXY_VARIABLES, relay.url))
-        values.update(dict.fromkeys(_NO_PROXY_VARIABLES, _no_proxy(allowed_hosts)))
+        proxies.update(dict.fromkeys(PROXY_VARIABLES, relay.url))
+        proxies.update(dict.fromkeys(_NO_PROXY_VARIABLES, _no_proxy(allowed_hosts)))
+    if not guarded:
+        values.update(proxies)
     for name, value in values.items():
         watch.saved[name] = os.environ.get(name)
         os.environ[name] = value
+    if guarded and proxies:
+        _for_children_only(proxies, relay.address, watch.saved)
     with _Parent.lock:
         _Parent.session = session
         _Parent.owner = owner
         _Parent.base_urls = base_urls
     return watch
+
+
+class _ChildrenOnly:
+    """The variables the running replay sets for its children only, and its relay's address."""
+
+    values: ClassVar[dict[str, str]] = {}
+    address = ""
+    hooked = False
+
+
+#: The audit events of a child started with an environment of its own → the position of that mapping.
+_SPAWN_ENVIRONMENTS = {"subprocess.Popen": 3, "os.exec": 2, "os.posix_spawn": 2}
+
+
+def _for_children_only(values: dict[str, str], address: str, saved: dict[str, str | None]) -> None:
+    """Set ``values`` in the environment children inherit, not in ``os.environ``.
+
+    An SDK client reads the proxy variables when it is built, and builds one more transport (with
+    its own TLS context, tens of milliseconds) for each proxy it finds: in the test's own process they
+    would cost every replayed test that builds a client, and buy nothing, because the interception
+    answers its model calls and the socket guard refuses the rest. Children still get them: those
+    started with this process's environment inherit it at the C level (``os.putenv``), and an
+    environment of their own copied from the test's (it holds :data:`CHILD_VAR`) gets them added
+    when the child starts (an audit hook, :func:`_add_to_spawned`), as if copied from
+    ``os.environ`` with them in it. :meth:`ChildWatch.stop` puts the environment back.
+    """
+    for name, value in values.items():
+        saved.setdefault(name, os.environ.get(name))
+        os.putenv(name, value)
+    _ChildrenOnly.values, _ChildrenOnly.address = values, address
+    if not _ChildrenOnly.hooked:
+        _ChildrenOnly.hooked = True
+        sys.addaudithook(_add_to_spawned)
+
+
+def _add_to_spawned(event: str, args: tuple[Any, ...]) -> None:
+    """A child started with an environment copied from the test's gets the children-only variables.
+
+    Each one is added where the copy holds the value ``os.environ`` holds (the copy did not change
+    it), which is what a copy of ``os.environ`` with them set would hold.
+    """
+    where = _SPAWN_ENVIRONMENTS.get(event)
+    values = _ChildrenOnly.values
+    if where is None or not values or len(args) <= where:
+        return
+    env = args[where]
+    if not isinstance(env, MutableMapping) or env.get(CHILD_VAR) != _ChildrenOnly.address:
+        return
+    for name, value in values.items():
+        if env.get(name) == os.environ.get(name):
+            env[name] = value
+
+
+def _inherit(name: str) -> None:
+    """The environment children inherit holds ``os.environ``'s value of ``name`` again."""
+    value = os.environ.get(name)
+    if value is None:
+        os.unsetenv(name)
+    else:
+        os.putenv(name, value)
 
 
 def _no_proxy(allowed: Iterable[str]) -> str:

@@ -37,13 +37,34 @@ def _hosts_file() -> str:
     return "/etc/hosts"
 
 
+#: The hosts file's loopback names by its path, with the file's identity they were read from.
+_read_names: dict[str, tuple[tuple[int, int, int, int], frozenset[str]]] = {}
+
+
 def loopback_names(path: str | None = None) -> frozenset[str]:
-    """The names the hosts file maps to loopback (the machine's own name, often): local without DNS."""
+    """The names the hosts file maps to loopback (the machine's own name, often): local without DNS.
+
+    Read again only when the file changed (its inode, size or modification time): every replayed test
+    starts a guard, and the file rarely changes within a run.
+    """
+    path = path or _hosts_file()
     try:
-        with open(path or _hosts_file(), encoding="utf-8", errors="replace") as hosts:
+        stat = os.stat(path)
+        identity = (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns)
+        known = _read_names.get(path)
+        if known is not None and known[0] == identity:
+            return known[1]
+        with open(path, encoding="utf-8", errors="replace") as hosts:
             lines = hosts.read().splitlines()
     except OSError:
         return frozenset()
+    names = _loopback_names(lines)
+    _read_names[path] = (identity, names)
+    return names
+
+
+def _loopback_names(lines: list[str]) -> frozenset[str]:
+    """The names of the hosts file's ``lines`` whose address is loopback."""
     names: set[str] = set()
     for line in lines:
         fields = line.split("#", 1)[0].split()

@@ -166,7 +166,11 @@ class TestRun:
             self.guard = SocketGuard(self.settings.allowed_hosts, refusal).start()
         recording = session.mode == "record"
         self.children = session.children = follow_children(
-            session, self.owner, recording=recording, allowed_hosts=self.settings.allowed_hosts
+            session,
+            self.owner,
+            recording=recording,
+            allowed_hosts=self.settings.allowed_hosts,
+            guarded=self.guard is not None,
         )
 
     def _new_session(self, options: SessionOptions, trace: Trace | None = None) -> CassetteSession:

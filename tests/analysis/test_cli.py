@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -308,3 +310,17 @@ def test_semantic_and_by_hash_exclude_each_other(capsys: pytest.CaptureFixture[s
         main(["diff", str(TRIAGE), str(FIXED), "--semantic", "--by-hash"])
     assert exit_info.value.code == 2
     assert "argument --by-hash: not allowed with argument --semantic" in capsys.readouterr().err
+
+
+def test_the_read_only_commands_never_import_the_execution_side() -> None:
+    """``verify``, ``diff`` and ``view`` build every command's parser, and start as fast as the
+    analysis side imports: the recording session, the interception and respx stay unloaded."""
+    code = (
+        "import sys\n"
+        "from pytest_blackbox.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in ('respx', 'pytest_blackbox.engine.recording', "
+        "'pytest_blackbox.interception') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

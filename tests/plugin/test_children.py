@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Counted, exact, summary
+from .conftest import QUIET, Counted, exact, summary
 
 #: The child's agent: one model call through the real anthropic SDK, at the address
 #: ``ANTHROPIC_BASE_URL`` gives (the fake provider's, which the test's run points at its relay: the
@@ -333,3 +333,54 @@ def test_a_call_from_a_thread_of_an_ended_test_is_refused_naming_that_test(count
         for test, city in (("test_a", "Paris"), ("test_b", "Lima")):
             inputs = _model_inputs(counted, test)
             assert len(inputs) == 1 and f"in {city}?" in json.dumps(inputs[0]), (run, test)
+
+
+PROXIES_SEEN = """
+import os
+import subprocess
+import sys
+
+import pytest
+
+SHOW = "import os; print(os.environ.get('HTTPS_PROXY'), os.environ.get('no_proxy'))"
+
+
+def child(**kwargs):
+    done = subprocess.run([sys.executable, "-S", "-c", SHOW], capture_output=True, text=True, **kwargs)
+    return done.stdout.strip()
+
+
+@pytest.mark.blackbox
+def test_replayed():
+    print("own:", os.environ.get("HTTPS_PROXY"), os.environ.get("no_proxy"))
+    print("inherited:", child())
+    print("copied:", child(env={**os.environ, "EXTRA": "1"}))
+    print("own env:", child(env={"PATH": os.environ.get("PATH", "")}))
+
+
+def test_after():
+    print("after:", child())
+"""
+
+
+def test_a_replay_sets_the_proxy_variables_for_its_children_not_for_its_own_process(
+    bare_dir: pytest.Pytester,
+) -> None:
+    """An SDK client built in the test's process builds no proxy transports (the socket guard covers
+    that process); a child inherits the variables, or gets them in an environment copied from the
+    test's, and nothing is left once the test ends."""
+    bare_dir.makepyfile(test_proxies=PROXIES_SEEN)
+    bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=2)
+    bare_dir._monkeypatch.setenv("CI", "1")
+    replayed = bare_dir.runpytest(*QUIET, "-s")
+    replayed.assert_outcomes(passed=2)
+    replayed.stdout.fnmatch_lines(
+        [
+            "*own: None None",
+            "inherited: http://127.0.0.1:* localhost,127.0.0.1,::1",
+            "copied: http://127.0.0.1:* localhost,127.0.0.1,::1",
+            "own env: None None",
+            "*after: None None",
+        ],
+        consecutive=True,
+    )

@@ -433,6 +433,8 @@ def test_the_hosts_file_names_loopback_names(tmp_path: Path) -> None:
     )
     assert loopback_names(str(hosts)) == {"localhost", "box", "ip6-box"}
     assert loopback_names(str(hosts) + ".missing") == frozenset()
+    hosts.write_text("127.0.0.1 localhost box other\n", encoding="utf-8")  # read again once changed
+    assert loopback_names(str(hosts)) == {"localhost", "box", "other"}
 
 
 #: A test without the marker for each way out: a TCP connection, then those of ``DATAGRAMS_AND_NAMES``.

@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_blackbox.trace.canonical import (
+    SharedCanonical,
     canonical_json,
+    hashed_text,
     is_array_index,
     js_keys,
     js_number,
@@ -25,6 +27,7 @@ from pytest_blackbox.trace.canonical import (
     json_pieces,
     nested_too_deeply,
     pretty_json,
+    same_encoded,
 )
 from pytest_blackbox.trace.errors import CanonicalJSONError
 from pytest_blackbox.trace.io import parse_json
@@ -434,3 +437,32 @@ def test_nested_too_deeply_counts_containers_from_the_top(kind: str) -> None:
     assert nested_too_deeply([0, {"b": [nested(limit - 1)]}], limit)
     assert not nested_too_deeply("text", 0)
     assert nested_too_deeply([], 0)
+
+
+def test_same_encoded_is_true_only_for_values_canonical_json_writes_alike() -> None:
+    """Equal texts of the C encoder prove equal canonical texts; a ``False`` proves nothing."""
+    assert same_encoded({"b": [1, "x"], "a": 0.5}, {"a": 0.5, "b": [1, "x"]})
+    assert not same_encoded({"a": True}, {"a": 1})  # Python's == would say equal
+    assert not same_encoded([1], [1.0])  # canonical_json writes both "[1]": the caller asks it
+    assert canonical_json([1]) == canonical_json([1.0])
+    assert not same_encoded([float("nan")], [float("nan")])
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "user", "content": "plain"},
+        {"role": "tool", "content": {"tempC": 21.0, "big": 1e21}},  # spelled unlike JavaScript
+        {"role": "user", "content": "\ud83d\ude00 astral"},
+    ],
+)
+def test_shared_canonical_hashes_equal_copies_as_hashed_text_does(message: dict[str, Any]) -> None:
+    """A cassette read from a file repeats each message as an equal copy, not the same object: the
+    text of a copy met again is the one :func:`hashed_text` writes, whatever its scan found."""
+    shared = SharedCanonical()
+    for index in range(3):
+        history = [json.loads(json.dumps(message)) for _ in range(index + 1)]
+        payload = {"messages": history, "model": "m"}
+        assert shared.hashed_text(index, "model_input", 5, payload, None) == hashed_text(
+            index, "model_input", 5, payload, None
+        )
