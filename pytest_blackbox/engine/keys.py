@@ -7,6 +7,7 @@ library only: the read-only CLI commands import it too. See docs/concepts.md#sec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from .rules import Secrets
 
 __all__ = [
+    "AWS_CREDENTIAL_VARIABLES",
     "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
@@ -34,6 +36,24 @@ __all__ = [
     "set_placeholder_keys",
 ]
 
+#: The AWS credentials boto3 and ``AnthropicBedrock`` sign Amazon Bedrock requests with (the key id,
+#: the secret, a temporary session's token) and Bedrock's API key, sent as a bearer token.
+AWS_CREDENTIAL_VARIABLES: Final = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
+#: Where AWS credentials come from other than the key variables: a recording with one of these set
+#: gets no placeholder, so the SDK finds the real credentials.
+_AWS_SOURCES: Final = (
+    "AWS_PROFILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
+
 #: The environment variables the provider SDKs read their API key from.
 #: Azure OpenAI's Entra ID token (``AZURE_OPENAI_AD_TOKEN``) is one too: a bearer credential.
 KEY_VARIABLES: Final = (
@@ -43,6 +63,7 @@ KEY_VARIABLES: Final = (
     "GOOGLE_API_KEY",
     "AZURE_OPENAI_API_KEY",
     "AZURE_OPENAI_AD_TOKEN",
+    *AWS_CREDENTIAL_VARIABLES,
 )
 
 # -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
@@ -58,7 +79,9 @@ GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_pla
 
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
 #: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
-#: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key. Azure's
+#: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key; AWS
+#: credentials may come from a profile, a container or a web identity instead (the key id and
+#: secret are a pair: the secret gets one only with the key id). Azure's
 #: endpoint and API version get none: they are configuration, not credentials, and the API version
 #: is compared, so a made-up one would only diverge.
 PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
@@ -66,12 +89,20 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
     "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN",),
+    "AWS_ACCESS_KEY_ID": _AWS_SOURCES,
+    "AWS_SECRET_ACCESS_KEY": ("AWS_ACCESS_KEY_ID", *_AWS_SOURCES),
+    "AWS_DEFAULT_REGION": ("AWS_REGION", "AWS_PROFILE"),
     "GOOGLE_APPLICATION_CREDENTIALS": (),
 }
 
-#: A placeholder that is not the placeholder key: Google Cloud's credentials variable names a file
-#: (:data:`GOOGLE_PLACEHOLDER_CREDENTIALS`).
-PLACEHOLDER_VALUES: Final = {"GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS}
+#: Placeholders that are not the placeholder key: Google Cloud's credentials variable names a file
+#: (:data:`GOOGLE_PLACEHOLDER_CREDENTIALS`); boto3 refuses to build a client without a region, and a
+#: made-up one would not resolve to an endpoint (the region is configuration, never a credential, and
+#: a replay does not compare hosts).
+PLACEHOLDER_VALUES: Final = {
+    "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
 
 #: The variable that holds each provider's key, by provider (route) name: what to set to record.
 PROVIDER_KEY_VARIABLES: Final = {
@@ -79,6 +110,8 @@ PROVIDER_KEY_VARIABLES: Final = {
     "openai_chat": "OPENAI_API_KEY",
     "openai_responses": "OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
+    "bedrock": "AWS_ACCESS_KEY_ID",
+    "bedrock_converse": "AWS_ACCESS_KEY_ID",
 }
 
 #: The variable that holds the key a request header carries, where it is not the provider's own:
@@ -89,8 +122,14 @@ HEADER_KEY_VARIABLES: Final = {"api-key": "AZURE_OPENAI_API_KEY"}
 #: is never a secret.
 OFFLINE_PLACEHOLDER_KEY: Final = "blackbox-offline-placeholder"
 
-#: Request headers (lower-case) that carry a provider key; ``authorization`` as ``Bearer <key>``.
-SECRET_HEADERS: Final = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+#: Request headers (lower-case) that carry a provider key; ``authorization`` as ``Bearer <key>``, or
+#: an AWS signature (SigV4) naming the access key id; ``x-amz-security-token`` a session's token.
+SECRET_HEADERS: Final = ("authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token")
+
+#: A SigV4 ``Authorization`` header: its access key id and its signature are each a secret.
+_SIGV4: Final = re.compile(
+    r"AWS4-HMAC-SHA256\s+Credential=([^/,\s]+)/[^,]*,.*?Signature=([0-9a-fA-F]+)", re.S
+)
 
 #: URL query parameters that carry a provider key (the Gemini API accepts ``?key=``).
 SECRET_QUERY_PARAMETERS: Final = ("key",)
@@ -108,13 +147,19 @@ def environment_keys(env: Mapping[str, str]) -> dict[str, str]:
 def header_secrets(
     headers: Iterable[tuple[str, str]], names: Iterable[str] = SECRET_HEADERS
 ) -> list[tuple[str, str]]:
-    """(header name, key value) for each of ``names`` a request carries (a ``Bearer`` prefix removed)."""
+    """(header name, key value) for each of ``names`` a request carries (a ``Bearer`` prefix removed;
+    a SigV4 signature gives its access key id and its signature, each a value of its own)."""
     wanted = set(names)
-    return [
-        (name, value[7:] if value.lower().startswith("bearer ") else value)
-        for name, value in headers
-        if name.lower() in wanted
-    ]
+    found: list[tuple[str, str]] = []
+    for name, value in headers:
+        if name.lower() not in wanted:
+            continue
+        signed = _SIGV4.match(value.strip())
+        if signed is not None:
+            found += [(name, signed.group(1)), (name, signed.group(2))]
+        else:
+            found.append((name, value[7:] if value.lower().startswith("bearer ") else value))
+    return found
 
 
 class KnownKeys(set[str]):

@@ -10,20 +10,26 @@ import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from .. import providers
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
-from ..providers.fields import unknown_in_response, unknown_in_stream
+from ..providers.fields import TABLES, unknown_in_response, unknown_in_stream
 from ..providers.sse import StreamCutShort
 from ..trace.media import without_bytes
 from ..trace.model import ModelInput, TraceStep
 from ..vocabulary import Media
 from .bodies import BodyParser
 from .hosts import host_allowed, is_local
-from .keys import HEADER_KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, PROVIDER_KEY_VARIABLES, KnownKeys
+from .keys import (
+    AWS_CREDENTIAL_VARIABLES,
+    HEADER_KEY_VARIABLES,
+    OFFLINE_PLACEHOLDER_KEY,
+    PROVIDER_KEY_VARIABLES,
+    KnownKeys,
+)
 
 __all__ = [
     "WireCall",
@@ -91,7 +97,9 @@ class WireCall:
         }
         if self.provider.is_stream_request(self.body, path=self.path):
             events = self.provider.synthesize_stream(output["payload"], request_body=self.body, **where)
-            return Reply(status=200, body=b"".join(events), headers=list(providers.SSE_HEADERS))
+            return Reply(
+                status=200, body=b"".join(events), headers=list(providers.stream_headers(self.provider))
+            )
         synthesized = self.provider.synthesize_response(output["payload"], **where)
         return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
 
@@ -119,14 +127,27 @@ class WireCall:
     def unknown_fields(self, response: UpstreamResponse, answer: Any) -> list[str]:
         """The paths of the fields of a whole answer (:meth:`whole_answer`) its protocol does not know:
         of the JSON body, or of every event of a stream."""
-        if _streamed(response):
-            return unknown_in_stream(self.provider.NAME, response.body, answer)
-        return unknown_in_response(self.provider.NAME, answer)
+        table = _FIELD_TABLES.get(self.provider.NAME, self.provider.NAME)
+        if table not in TABLES:
+            return []  # Converse: its module refuses, by name, the response fields it does not record
+        if _streamed(response) and not _event_stream(response):
+            return unknown_in_stream(table, response.body, answer)
+        return unknown_in_response(table, answer)
+
+
+#: Roads of a protocol whose response fields are that protocol's: InvokeModel's Anthropic bodies. An
+#: AWS event stream is checked through the answer it adds up to (its frames are not SSE).
+_FIELD_TABLES: Final = {"bedrock": "anthropic"}
+
+
+def _event_stream(response: UpstreamResponse) -> bool:
+    content_type = next((value for name, value in response.headers if name == "content-type"), "")
+    return content_type.strip().lower().startswith("application/vnd.amazon.eventstream")
 
 
 def _streamed(response: UpstreamResponse) -> bool:
     content_type = next((value for name, value in response.headers if name == "content-type"), "")
-    return content_type.strip().lower().startswith("text/event-stream")
+    return providers.is_stream_type(content_type)
 
 
 def _shown(request: OtherRequest, mask: Callable[[str], str]) -> str:
@@ -219,6 +240,13 @@ def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) ->
         variable = HEADER_KEY_VARIABLES.get(carrier) or PROVIDER_KEY_VARIABLES.get(
             provider, "the provider's API key variable"
         )
+        if variable in AWS_CREDENTIAL_VARIABLES:
+            raise BlackboxUsageError(
+                "recording needs real AWS credentials: this request is signed with the offline placeholder "
+                f"credentials ({OFFLINE_PLACEHOLDER_KEY}), so it was not sent; set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to record (the placeholders only let SDK clients "
+                "start for a replay)"
+            )
         wanted = f"set {variable} to your API key"
     raise BlackboxUsageError(
         f"recording needs a real key: this request carries the offline placeholder key "

@@ -7,7 +7,8 @@ each model request to ``on_model`` and either answers with a :class:`Reply` or f
 request upstream (:class:`Forward`). Modules: ``handler`` (what the handler sees and returns),
 ``router`` (the :class:`Interceptor`), ``mocker`` (the respx mocker), ``transport`` and ``tee`` (how
 requests pass and streams are copied), ``decoding`` (content-encodings), ``aiohttp_adapter`` (the
-same routes for what an ``aiohttp.ClientSession`` sends). See docs/engine.md#model-calls.
+same routes for what an ``aiohttp.ClientSession`` sends), ``botocore_adapter`` (the same for what
+boto3 sends, through botocore's ``before-send`` event). See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import respx
 
-from . import aiohttp_adapter
+from . import aiohttp_adapter, botocore_adapter
 from .handler import (
     Decide,
     Forward,
@@ -152,6 +152,7 @@ class Interceptor:
             self._router.decide = self.decide
             self._router.start()
             aiohttp_adapter.start()
+            botocore_adapter.install()
             self._active = True
 
     def stop(self) -> None:

@@ -224,9 +224,13 @@ class InterceptTransport:
         return None
 
 
+#: Streamed answers, teed as they pass: SSE, and the AWS event stream Amazon Bedrock streams in.
+_STREAM_TYPES = ("text/event-stream", "application/vnd.amazon.eventstream")
+
+
 def _is_event_stream(response: Any) -> bool:
     content_type: str = response.headers.get("content-type", "")
-    return content_type.strip().lower().startswith("text/event-stream")
+    return content_type.strip().lower().startswith(_STREAM_TYPES)
 
 
 def _raw_sync(stream: httpx.SyncByteStream | httpx.AsyncByteStream) -> bytes:

@@ -206,10 +206,14 @@ def _set_offline_keys(config: pytest.Config, live: bool) -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser
 ) -> Generator[None, None, None]:
-    """Set the offline keys before any conftest (or test module) is imported; then ``--record-mode``."""
-    _set_offline_keys(
-        early_config, bool(getattr(early_config.known_args_namespace, "blackbox_disable", False))
-    )
+    """Set the offline keys, and watch for botocore, before any conftest (or test module) is imported;
+    then ``--record-mode``."""
+    disabled = bool(getattr(early_config.known_args_namespace, "blackbox_disable", False))
+    _set_offline_keys(early_config, disabled)
+    if not disabled:
+        from .botocore_watch import watch_botocore
+
+        watch_botocore()
     try:
         return (yield)
     finally:

@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..trace.model import ModelInput, ModelOutput
-from . import anthropic, gemini, openai_chat, openai_responses
+from . import anthropic, bedrock, bedrock_converse, gemini, openai_chat, openai_responses
 from .common import CallIds, ReplayArgs
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
@@ -29,15 +29,18 @@ __all__ = [
     "ROUTES",
     "SIDE_ROUTES",
     "SSE_HEADERS",
+    "STREAM_TYPES",
     "VERTEX_CREDENTIALS_ADVICE",
     "CallIds",
     "Provider",
     "ReplayArgs",
+    "is_stream_type",
     "is_vertex_path",
     "model_api_of",
     "provider_for_call",
     "provider_for_path",
     "side_call_of",
+    "stream_headers",
 ]
 
 
@@ -50,7 +53,8 @@ class Provider(Protocol):
 
     @property
     def NAME(self) -> str:
-        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"`` or ``"gemini"``: its route's name."""
+        """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"``, ``"gemini"``, ``"bedrock"`` or
+        ``"bedrock_converse"``: its route's name."""
         ...
 
     @property
@@ -93,7 +97,7 @@ class Provider(Protocol):
     def synthesize_stream(self, output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
         """The events a replay streams for a recorded ``model_output``, one item per event.
 
-        Served joined, with :data:`SSE_HEADERS`. :class:`ReplayArgs` says what ``where`` holds.
+        Served joined, with :func:`stream_headers`. :class:`ReplayArgs` says what ``where`` holds.
         """
         ...
 
@@ -106,7 +110,14 @@ class Provider(Protocol):
         ...
 
 
-_MODULES: Final[tuple[Provider, ...]] = (anthropic, openai_chat, openai_responses, gemini)
+_MODULES: Final[tuple[Provider, ...]] = (
+    anthropic,
+    openai_chat,
+    openai_responses,
+    gemini,
+    bedrock,
+    bedrock_converse,
+)
 
 #: Every provider by its name, which is also the name of its interception route.
 PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in _MODULES}
@@ -120,6 +131,22 @@ ROUTES: Final[dict[str, str]] = {provider.NAME: provider.ROUTE for provider in _
 SIDE_ROUTES: Final[dict[str, str]] = {
     method: pattern for provider in _MODULES for method, pattern in provider.SIDE_ROUTES.items()
 }
+
+
+#: The content types of a streamed answer: SSE, and the AWS event stream Amazon Bedrock streams in.
+STREAM_TYPES: Final = ("text/event-stream", "application/vnd.amazon.eventstream")
+
+
+def stream_headers(provider: Provider) -> tuple[tuple[str, str], ...]:
+    """The headers a replayed stream is served with: the protocol's ``STREAM_HEADERS`` (Bedrock's
+    event stream) or, for the SSE protocols, which declare none, :data:`SSE_HEADERS`."""
+    headers: tuple[tuple[str, str], ...] = getattr(provider, "STREAM_HEADERS", SSE_HEADERS)
+    return headers
+
+
+def is_stream_type(content_type: str) -> bool:
+    """Whether a response's content type is one of a streamed answer (:data:`STREAM_TYPES`)."""
+    return content_type.strip().lower().startswith(STREAM_TYPES)
 
 
 def side_call_of(path: str) -> str | None:

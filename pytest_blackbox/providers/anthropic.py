@@ -15,6 +15,7 @@ See docs/providers.md#anthropic-messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.canonical import js_stringify
@@ -369,10 +370,19 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     ``error`` event, or a stream that ends before ``message_stop``, is refused: there is no whole
     answer to record.
     """
+    return collect_events(
+        (position, event_object(event, position))
+        for position, event in enumerate(parse_events(body))
+        if event.event is not None
+    )
+
+
+def collect_events(events: Iterable[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """The Messages response a stream's events (each with its position) add up to, however they were
+    framed: SSE, or Amazon Bedrock's event stream."""
     collector = _MessageCollector()
-    for position, event in enumerate(parse_events(body)):
-        if event.event is not None:
-            collector.add(event_object(event, position), position)
+    for position, event in events:
+        collector.add(event, position)
     return collector.message()
 
 
@@ -465,12 +475,18 @@ def _tool_input_json(text: str, index: int) -> Any:
 
 
 def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
-    """The event stream a replay serves for a recorded output, one item per event.
+    """The event stream a replay serves for a recorded output, one item per event (see
+    :func:`stream_events`). ``request_body`` is unused: a Messages stream has no request-dependent parts.
+    """
+    return [encode_event(event["type"], event) for event in stream_events(output, **where)]
 
-    It carries exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
+
+def stream_events(output: Any, **where: Unpack[ReplayArgs]) -> list[dict[str, Any]]:
+    """The events of a replayed stream, as JSON objects, whatever framing carries them.
+
+    They carry exactly :func:`synthesize_response`'s message: ``message_start`` with no content and
     zero usage, each block's start, deltas (text, or the input's JSON text, in fixed-size pieces) and
-    stop, then ``message_delta`` with the stop reason and ``message_stop``. ``request_body`` is
-    unused: a Messages stream has no request-dependent parts.
+    stop, then ``message_delta`` with the stop reason and ``message_stop``.
     """
     message = synthesize_response(output, **where)
     start = {**message, "content": [], "stop_reason": None, "container": None}
@@ -489,7 +505,7 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     return events
 
 
-def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
+def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
     """A block's start, deltas and stop; a tool result block comes whole in its start, as the API sends it."""
     deltas: list[dict[str, Any]] = []
     if block["type"] == "text":
@@ -514,5 +530,5 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
     ]
 
 
-def _event(kind: str, **fields: Any) -> bytes:
-    return encode_event(kind, {"type": kind, **fields})
+def _event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields}

@@ -1,6 +1,6 @@
 """Requests that look like a model API but that no protocol module records: never let through unseen.
 
-A model call Blackbox does not record (Amazon Bedrock's ``/model/{id}/invoke``, Vertex AI's
+A model call Blackbox does not record (Vertex AI's
 ``:rawPredict``, a legacy completion, a gateway path the routes do not cover) would leave a cassette
 that looks complete but is not, and a replay pointed at a loopback server could even send it. The
 session refuses them outside wrapped tools, naming what it saw. Two signs, either enough: the host of
@@ -31,8 +31,6 @@ MODEL_API_HOSTS: Final[dict[str, str]] = {
 
 #: Path pattern (searched in the URL path of a ``POST``) → the model call it is.
 MODEL_API_PATHS: Final[dict[str, str]] = {
-    r"/model/[^/]+/(?:invoke|invoke-with-response-stream)$": "Amazon Bedrock's InvokeModel",
-    r"/model/[^/]+/(?:converse|converse-stream)$": "Amazon Bedrock's Converse API",
     r"/publishers/[^/]+/models/[^/:]+:(?:rawPredict|streamRawPredict)$": "Vertex AI's rawPredict",
     r":(?:predict|serverStreamingPredict|streamGenerateContent|generateContent)$": (
         "Vertex AI's prediction API"

@@ -3,22 +3,14 @@ loopback or not, while recording and in a replay, and is never sent; a wrapped t
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx2
 import pytest
 
 from pytest_blackbox import BlackboxUnsupportedError, blackbox
 from pytest_blackbox.testing import FakeProvider
-from tests.agents.loop import settle
-
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-v1:0"
-HAS_BOTOCORE = importlib.util.find_spec("botocore") is not None
 
 
 def refusal(mode: str, shown: str, api: str) -> str:
@@ -29,38 +21,7 @@ def refusal(mode: str, shown: str, api: str) -> str:
     )
 
 
-def bedrock_client(base_url: str, is_async: bool) -> Any:
-    kind: Any = anthropic.AsyncAnthropicBedrock if is_async else anthropic.AnthropicBedrock
-    return kind(
-        base_url=base_url,
-        aws_access_key="AKIAIOSFODNN7EXAMPLE",
-        aws_secret_key=AWS_SECRET,
-        aws_region="us-east-1",
-        max_retries=0,
-    )
-
-
-@pytest.mark.skipif(not HAS_BOTOCORE, reason="AnthropicBedrock signs with botocore (pip install boto3)")
-@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
-def test_anthropic_on_bedrock_fails_the_recording_instead_of_passing_by_unrecorded(
-    fake_provider: FakeProvider, tmp_path: Path, is_async: bool, provider_keys: pytest.MonkeyPatch
-) -> None:
-    session = blackbox(mode="record", out=tmp_path / "run.json")
-    api = bedrock_client(fake_provider.base_url, is_async)
-    messages = [{"role": "user", "content": "hi"}]
-    with pytest.raises(anthropic.APIConnectionError):
-        asyncio.run(settle(api.messages.create(model=BEDROCK_MODEL, max_tokens=16, messages=messages)))
-    with pytest.raises(BlackboxUnsupportedError) as caught:
-        session.finish()
-    shown = f"{fake_provider.base_url}/model/{BEDROCK_MODEL}/invoke"
-    assert str(caught.value) == refusal("record", shown, "Amazon Bedrock's InvokeModel")
-    assert AWS_SECRET not in str(caught.value)
-    assert fake_provider.requests == []
-    assert list(tmp_path.iterdir()) == []
-
-
 PATHS = {
-    "/model/amazon.nova-pro-v1:0/converse-stream": "Amazon Bedrock's Converse API",
     "/v1/projects/p/locations/us-east5/publishers/meta/models/llama-4:streamRawPredict": (
         "Vertex AI's rawPredict"
     ),

@@ -184,6 +184,9 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "OPENAI_API_KEY": "blackbox-offline-placeholder",
         "GEMINI_API_KEY": "blackbox-offline-placeholder",
         "AZURE_OPENAI_API_KEY": "blackbox-offline-placeholder",
+        "AWS_ACCESS_KEY_ID": "blackbox-offline-placeholder",
+        "AWS_SECRET_ACCESS_KEY": "blackbox-offline-placeholder",
+        "AWS_DEFAULT_REGION": "us-east-1",
         "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
     }
 

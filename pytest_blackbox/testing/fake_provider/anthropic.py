@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from . import bedrock
 from .wire import (
     PLAIN,
     Calls,
@@ -77,11 +78,26 @@ def _script(ids: Ids, build: Callable[[ReceivedRequest], dict[str, Any]], *, gzi
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         message = build(request)
         headers = (("request-id", ids.make("req_01", 22)),)
-        return answer(
-            message, headers, (lambda: _events(message)) if asks_stream(request) else None, gzip=gzip
-        )
+        if bedrock.is_invoke(request.path):
+            return _on_bedrock(request, message, headers)
+        sse_events = (lambda: (sse(e["type"], e) for e in _events(message))) if asks_stream(request) else None
+        return answer(message, headers, sse_events, gzip=gzip)
 
     return respond
+
+
+def _on_bedrock(
+    request: ReceivedRequest, message: dict[str, Any], headers: tuple[tuple[str, str], ...]
+) -> ScriptedResponse:
+    """The same message on Amazon Bedrock's InvokeModel: the model from the path, a stream framed as
+    the AWS event stream."""
+    model, streamed = bedrock.invoke_model(request.path)
+    message = {**message, "model": model}
+    if streamed:
+        return ScriptedResponse(
+            200, headers=headers + bedrock.EVENT_STREAM, chunks=bedrock.chunks(_events(message))
+        )
+    return ScriptedResponse(200, message, headers)
 
 
 def _message(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls) -> dict[str, Any]:
@@ -122,27 +138,25 @@ def _streamed_block(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[st
     return {**block, "input": {}}, [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
 
 
-def _events(message: dict[str, Any]) -> Iterator[bytes]:
+def _events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The event sequence of a streamed message; text and tool input are split in two deltas each."""
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     start.pop("container", None)
-    yield sse("message_start", {"type": "message_start", "message": start})
-    yield sse("ping", {"type": "ping"})
+    yield {"type": "message_start", "message": start}
+    yield {"type": "ping"}
     for index, block in enumerate(message["content"]):
         opening, deltas = _streamed_block(block)
-        yield sse(
-            "content_block_start", {"type": "content_block_start", "index": index, "content_block": opening}
-        )
+        yield {"type": "content_block_start", "index": index, "content_block": opening}
         for delta in deltas:
-            yield sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-        yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+        yield {"type": "content_block_stop", "index": index}
     stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     if "container" in message:
         stop["container"] = message["container"]
     final_usage = {"output_tokens": usage["output_tokens"]}
-    yield sse("message_delta", {"type": "message_delta", "delta": stop, "usage": final_usage})
-    yield sse("message_stop", {"type": "message_stop"})
+    yield {"type": "message_delta", "delta": stop, "usage": final_usage}
+    yield {"type": "message_stop"}
 
 
 def _held(body: dict[str, Any]) -> list[Said]:
@@ -174,7 +188,7 @@ def _vertex_model(path: str) -> str | None:
 
 
 def _matches(path: str) -> bool:
-    return path.endswith("/v1/messages") or _VERTEX.search(path) is not None
+    return path.endswith("/v1/messages") or _VERTEX.search(path) is not None or bedrock.is_invoke(path)
 
 
 PROTOCOL = Protocol("/v1/messages", _matches, _held, _error_body)

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...errors import BlackboxUsageError
-from . import anthropic, gemini, openai_chat, openai_responses
+from . import anthropic, bedrock, gemini, openai_chat, openai_responses
 from .wire import (
     PLAIN,
     Calls,
@@ -38,7 +38,7 @@ from .wire import (
 _POLL_SECONDS = 0.02  # how soon stop() takes effect; the default half second would dominate test time
 
 #: Checked in order; a path none of them claims is answered in OpenAI's shape (Chat Completions).
-_PROTOCOLS = (gemini.PROTOCOL, openai_responses.PROTOCOL, anthropic.PROTOCOL)
+_PROTOCOLS = (gemini.PROTOCOL, openai_responses.PROTOCOL, anthropic.PROTOCOL, bedrock.CONVERSE)
 
 
 def _protocol(path: str) -> Protocol:
@@ -169,6 +169,14 @@ class FakeProvider:
         text = "".join(b["text"] for b in blocks if b.get("type") == "text") or None
         script = anthropic.content_script(self._ids, blocks, stop_reason, gzip=gzip, container=container)
         self._push(script, anthropic.PROTOCOL, said(text, calls))
+
+    def queue_converse_text(self, text: str) -> None:
+        self.queue_converse_tool_calls([], text=text)
+
+    def queue_converse_tool_calls(self, calls: Calls, text: str | None = None) -> None:
+        """An Amazon Bedrock Converse answer (``POST /model/{id}/converse``), streamed for
+        ``converse-stream``. Anthropic answers on Bedrock's InvokeModel are ``queue_anthropic_*``."""
+        self._push(bedrock.converse_script(self._ids, text, calls), bedrock.CONVERSE, said(text, calls))
 
     def queue_openai_text(
         self,
