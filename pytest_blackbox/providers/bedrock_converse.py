@@ -33,7 +33,6 @@ from .common import (
     malformed,
     model_input,
     pick_params,
-    read_output,
     require_object,
     require_str,
     tool_definition,
@@ -42,6 +41,7 @@ from .common import (
 from .content import ordered_output, text_part
 from .eventstream import EVENT_STREAM_HEADERS, encode_message, read_events
 from .media import bytes_part, message_content, with_extras
+from .replayed import read_output
 from .sse import pieces, stream_problem
 
 if TYPE_CHECKING:
