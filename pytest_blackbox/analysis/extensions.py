@@ -57,7 +57,7 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
     Extension(
         "stops, choices, logprobs and moderation",
         "stops-choices-logprobs-and-moderation",
-        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "present", "choices"}),
+        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "choices"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
     ),
     Extension(

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.canonical import js_stringify
-from ..trace.model import Message, ModelInput, ModelOutput, Present, Stop, ToolDefinition
-from .anthropic_content import DROPPED, Block, block_of, direct_callers, neutral_parts, wire_block
+from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolDefinition
+from .anthropic_content import DROPPED, Block, block_of, neutral_parts, wire_block
 from .common import (
     CallIds,
     ReplayArgs,
@@ -39,7 +39,6 @@ from .common import (
 )
 from .common import is_stream_request as is_stream_request
 from .content import TEXT_ADVICE, builtin_tool, neutral_fields, ordered_output, wire_fields
-from .envelope import with_envelope
 from .media import anthropic_block, anthropic_content, message_content
 from .replayed import read_output
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
@@ -269,10 +268,9 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     Everything is checked before a provider id is mapped, so a refused response assigns no ``call-N``.
     """
     response = require_object(body, "the response body", "response")
-    content = list_field(response, "content", "response")
     blocks = [
         read
-        for index, raw in enumerate(content)
+        for index, raw in enumerate(list_field(response, "content", "response"))
         if (
             read := block_of(
                 require_object(raw, f"content[{index}]", "response"), f"content[{index}]", "response"
@@ -283,8 +281,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     stop = _stop(response.get("stop_reason"), has_calls=any(part["type"] == "tool_use" for part, _ in blocks))
     if response.get("stop_details") is not None:
         unsupported("stop_details in a response", _NOT_RECORDED, "stop_details")
-    present: tuple[Present, ...] = ("directCaller",) if direct_callers(content) else ()
-    output = with_envelope(ordered_output(neutral_parts(blocks, ids, "content"), stop), present=present)
+    output = ordered_output(neutral_parts(blocks, ids, "content"), stop)
     if response.get("container") is not None:
         container = require_object(response["container"], "container", "response")
         provider_id = require_str(container.get("id"), "container.id", "response")
@@ -317,8 +314,7 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
     Messages API carries no creation time.
     """
     recorded = read_output(output)
-    direct = "directCaller" in recorded.present
-    content = [wire_block(part, direct_caller=direct) for part in recorded.parts]
+    content = [wire_block(part) for part in recorded.parts]
     return {
         "id": f"blackbox-replay-{where['output_index']}",
         "type": "message",

@@ -15,7 +15,7 @@ from typing import Any, Final
 from .common import CallIds, json_copy, label, require_object, require_str, unsupported
 from .content import citations_of, neutral_fields, server_result, server_use, text_part, wire_fields
 
-__all__ = ["DROPPED", "Block", "block_of", "direct_callers", "neutral_parts", "wire_block"]
+__all__ = ["DROPPED", "Block", "block_of", "neutral_parts", "wire_block"]
 
 #: Blocks a replay cannot return (thinking), left out in both directions.
 DROPPED: Final = frozenset({"thinking", "redacted_thinking"})
@@ -57,32 +57,9 @@ def block_of(block: dict[str, Any], at: str, side: str) -> Block | None:
     unsupported(f"{label(kind)} blocks", _BLOCKS_ADVICE, at)
 
 
-#: A tool call's ``caller`` when the model called the tool itself: the default, so not recorded in the
-#: call, and a cassette of such calls stays what the original Blackbox (arda-ulas/blackbox) writes; a
-#: response that spelled it out says so once, in its ``present`` field (:func:`direct_callers`).
+#: A tool call's ``caller`` when the model called the tool itself: the default, so not recorded, and a
+#: cassette of such calls stays what the original Blackbox (arda-ulas/blackbox) writes.
 _DIRECT: Final = {"type": "direct"}
-
-
-def direct_callers(content: list[Any]) -> bool:
-    """Whether a response's tool calls spell out the default caller, so a replay spells it out too.
-
-    A response that spells it out on some calls and leaves it out on others is refused: a replay
-    gives every call without a recorded caller the same one.
-    """
-    spelled = [block.get("caller") == _DIRECT for block in content if _is_call(block, without_caller=False)]
-    absent = [True for block in content if _is_call(block, without_caller=True)]
-    if any(spelled) and absent:
-        unsupported(
-            'a response whose tool calls leave out caller while others have {"type": "direct"}',
-            "a replay gives every call of a response the same default caller",
-            "content",
-        )
-    return any(spelled)
-
-
-def _is_call(block: Any, *, without_caller: bool) -> bool:
-    is_call = isinstance(block, dict) and block.get("type") == "tool_use"
-    return is_call and (block.get("caller") is None) == without_caller
 
 
 def _use(block: dict[str, Any], kind: str, at: str, side: str) -> Block:
@@ -159,9 +136,8 @@ def _result_type(name: str) -> str:
     return _RESULT_TYPES.get(name, f"{name}{_RESULT_SUFFIX}")
 
 
-def wire_block(part: dict[str, Any], *, direct_caller: bool = False) -> dict[str, Any]:
-    """The content block a replay returns for one neutral part; a tool call without a recorded
-    caller gets the default one when the response spelled it out (``direct_caller``)."""
+def wire_block(part: dict[str, Any]) -> dict[str, Any]:
+    """The content block a replay returns for one neutral part."""
     kind = part["type"]
     if kind == "text":
         citations = [wire_fields(citation) for citation in part.get("citations") or []]
@@ -177,8 +153,6 @@ def wire_block(part: dict[str, Any], *, direct_caller: bool = False) -> dict[str
         }
         if "caller" in part:
             block["caller"] = wire_fields(part["caller"])
-        elif direct_caller:
-            block["caller"] = dict(_DIRECT)
         return block
     name = part["toolName"]
     if kind == "server_tool_use":

@@ -26,7 +26,6 @@ from ..trace.model import (
     Message,
     ModelInput,
     Omitted,
-    Present,
     Stop,
     ToolCallRef,
     ToolCallsOutput,
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "OMITTABLE",
     "OUTPUT_PARTS",
-    "PRESENTABLE",
     "STOPS",
     "CallIds",
     "ReplayArgs",
@@ -67,8 +65,6 @@ __all__ = [
 
 #: The neutral names a ``model_output``'s ``omitted`` may hold (``Omitted`` in the trace model).
 OMITTABLE: Final[tuple[str, ...]] = get_args(Omitted)
-#: The neutral names a ``model_output``'s ``present`` may hold (``Present`` in the trace model).
-PRESENTABLE: Final[tuple[str, ...]] = get_args(Present)
 #: Every neutral stop (``Stop`` in the trace model); a ``tool_calls`` output allows only ``length``.
 STOPS: Final[tuple[str, ...]] = get_args(Stop)
 

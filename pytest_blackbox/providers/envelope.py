@@ -7,9 +7,7 @@ its category names, which are data, as sent; a replay converts it back and hands
 object. ``logprobs`` keeps the answer text's token log probabilities (both OpenAI APIs share their
 shape) the same way. ``omitted`` lists the neutral names of wire fields a response left out where a replay
 otherwise sends a default (Gemini's candidate ``index``, the Responses ``logprobs`` of a text part),
-so the replayed object has the same fields the live one had; ``present`` is its mirror, the wire
-fields a response spelled out at their default where a replay otherwise leaves them out (an Anthropic
-tool call's ``caller: {"type": "direct"}``). ``reasoning`` is the reasoning text an
+so the replayed object has the same fields the live one had. ``reasoning`` is the reasoning text an
 OpenAI-compatible server sent beside a Chat answer (``providers.reasoning``).
 
 See docs/cassette-format.md#stops-choices-logprobs-and-moderation.
@@ -20,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final, TypeVar
 
-from ..trace.model import FinalAnswer, Omitted, Present, ToolCallsOutput
+from ..trace.model import FinalAnswer, Omitted, ToolCallsOutput
 from .common import json_copy, label, malformed, present, unsupported
 
 __all__ = [
@@ -46,10 +44,9 @@ def with_envelope(
     moderation: Any = None,
     logprobs: Any = None,
     omitted: tuple[Omitted, ...] = (),
-    present: tuple[Present, ...] = (),
     reasoning: dict[str, str] | None = None,
 ) -> Output:
-    """``output`` with the moderation result, the logprobs, the omitted and present fields and the
+    """``output`` with the moderation result, the logprobs, the omitted fields and the
     reasoning, each only when there is one (``logprobs``: the wire's list of tokens, at its place in
     the response)."""
     if reasoning:
@@ -60,8 +57,6 @@ def with_envelope(
         output["logprobs"] = _neutral(logprobs, "logprobs")
     if omitted:
         output["omitted"] = list(omitted)
-    if present:
-        output["present"] = list(present)
     return output
 
 

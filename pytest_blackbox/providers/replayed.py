@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..errors import BlackboxUnsupportedError
-from .common import OMITTABLE, OUTPUT_PARTS, PRESENTABLE, STOPS, json_copy, label
+from .common import OMITTABLE, OUTPUT_PARTS, STOPS, json_copy, label
 
 __all__ = ["ReplayOutput", "read_output"]
 
@@ -29,8 +29,6 @@ class ReplayOutput:
     moderation: dict[str, Any] | None = None
     #: The neutral names of wire fields the response left out (see ``providers.envelope``).
     omitted: frozenset[str] = frozenset()
-    #: The neutral names of default-valued wire fields the response spelled out.
-    present: frozenset[str] = frozenset()
     #: The stop sequence that ended the answer (with ``stop == "stopSequence"``).
     stop_sequence: str | None = None
     #: The recorded token log probabilities of the text (camelCase), when the response had them.
@@ -125,7 +123,7 @@ def _stop(output: dict[str, Any], allowed: tuple[str, ...]) -> str | None:
 
 def _envelope(output: dict[str, Any]) -> dict[str, Any]:
     """The optional fields of an output beyond text, calls and stop (``ReplayOutput``'s keywords)."""
-    moderation = output.get("moderation")
+    moderation, omitted = output.get("moderation"), output.get("omitted", [])
     sequence, logprobs = output.get("stopSequence"), output.get("logprobs")
     if moderation is not None and not isinstance(moderation, dict):
         _bad_output("has a moderation that is not a JSON object")
@@ -139,18 +137,15 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         _bad_output("has a conversation that is not a string")
     if container is not None and not (isinstance(container, dict) and isinstance(container.get("id"), str)):
         _bad_output("has a container that is not an object with a string id")
-    for field, names in (("omitted", OMITTABLE), ("present", PRESENTABLE)):
-        listed = output.get(field, [])
-        if not isinstance(listed, list) or not all(name in names for name in listed):
-            _bad_output(f"has {field} other than a list of {', '.join(names)}")
+    if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
+        _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
     if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(
         sequence, (str, type(None))
     ):
         _bad_output('has a stopSequence without stop "stopSequence", or the other way round')
     return {
         "moderation": moderation,
-        "omitted": frozenset(output.get("omitted", [])),
-        "present": frozenset(output.get("present", [])),
+        "omitted": frozenset(omitted),
         "stop_sequence": sequence,
         "logprobs": logprobs,
         "conversation": conversation,

@@ -125,9 +125,6 @@ Stop = Literal[
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
 Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage"]
-#: The wire fields a response may spell out at their default that a replay otherwise leaves out
-#: (see ``present`` below).
-Present = Literal["directCaller"]
 
 
 class _Envelope(TypedDict, total=False):
@@ -136,7 +133,6 @@ class _Envelope(TypedDict, total=False):
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
     ``omitted`` names wire fields this response left out, so a replay leaves them out too;
-    ``present`` names default-valued wire fields this response spelled out, so a replay sends them too;
     ``conversation`` (a neutral id) and ``container`` (its neutral ``id`` and other fields in camelCase)
     are the conversation state the provider keeps that the response named;
     ``choices`` are the choices after the first of a request for several (Chat ``n``, Gemini
@@ -149,7 +145,6 @@ class _Envelope(TypedDict, total=False):
     reasoning: dict[str, str]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
-    present: list[Present]
     conversation: str
     container: dict[str, Any]
     choices: list[dict[str, Any]]

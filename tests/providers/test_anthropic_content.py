@@ -142,13 +142,16 @@ def test_a_tool_search_result_of_tool_references_is_compared_as_the_tools_it_nam
     assert parts[0]["result"] == {"toolReferences": ["get_rate"]}
 
 
-def test_a_direct_caller_is_a_presence_fact_and_another_is_kept_and_given_back() -> None:
+def test_a_direct_caller_is_not_recorded_and_another_is_kept_and_given_back() -> None:
     direct = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": {"type": "direct"}}
     output = anthropic.normalize_response({"content": [direct], "stop_reason": "tool_use"}, CallIds())
-    assert "content" not in output  # the default caller: the calls stay what the original Blackbox writes
-    assert output.get("present") == ["directCaller"]
+    # the default caller is dropped on purpose: the output is what the original Blackbox writes
+    assert output == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
+    }
     body = anthropic.synthesize_response(output, output_index=0, model="m", timestamp=0)
-    assert body["content"][0]["caller"] == {"type": "direct"}
+    assert "caller" not in body["content"][0]
     caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
     response = {"content": [{**direct, "caller": caller}], "stop_reason": "tool_use"}
     output = anthropic.normalize_response(response, CallIds())
@@ -165,8 +168,15 @@ def test_a_direct_caller_is_a_presence_fact_and_another_is_kept_and_given_back()
     assert body["content"][0]["caller"] == {"type": "code_execution_20250825", "tool_id": "server-0"}
 
 
-def test_a_response_mixing_a_direct_and_a_left_out_caller_is_refused() -> None:
+def test_a_response_mixing_a_direct_and_a_left_out_caller_records_as_one_without_callers() -> None:
     direct = {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}, "caller": {"type": "direct"}}
     bare = {"type": "tool_use", "id": "toolu_2", "name": "f", "input": {}}
-    with pytest.raises(BlackboxUnsupportedError, match=r"leave out caller while others .*\(content\)$"):
-        anthropic.normalize_response({"content": [direct, bare], "stop_reason": "tool_use"}, CallIds())
+    mixed = anthropic.normalize_response({"content": [direct, bare], "stop_reason": "tool_use"}, CallIds())
+    left_out = anthropic.normalize_response(
+        {"content": [{**direct, "caller": None}, bare], "stop_reason": "tool_use"}, CallIds()
+    )
+    assert mixed == left_out
+    assert mixed == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": f"call-{n}", "toolName": "f", "toolInput": {}} for n in range(2)],
+    }

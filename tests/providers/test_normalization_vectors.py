@@ -33,9 +33,6 @@ STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-s
 MEDIA_NOW_SUPPORTED = frozenset({"openai-reject-image-part"})
 #: It records provider-defined tools (``builtin`` with their ``settings``), so a server tool is recorded.
 SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
-#: It gives back a tool call's ``caller: {"type": "direct"}`` when the response spelled it out, with the
-#: output's ``present`` fact (docs/cassette-format.md); the original leaves the caller out.
-DIRECT_CALLER_NOW_GIVEN_BACK = {"anthropic-response-parallel-tool-use": {"present": ["directCaller"]}}
 #: It records several choices per request (``params.choiceCount``, the others in ``choices``).
 CHOICES_NOW_SUPPORTED = frozenset({"openai-reject-n-2"})
 
@@ -60,8 +57,7 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
     provider = PROVIDERS[vector["provider"]]
     direction, given, expected = vector["direction"], vector["input"], vector["expected"]
     if direction == "response_to_model_output":
-        departure = DIRECT_CALLER_NOW_GIVEN_BACK.get(vector["name"], {})
-        assert provider.normalize_response(given, ids) == {**expected, **departure}
+        assert provider.normalize_response(given, ids) == expected
     elif direction == "request_to_model_input":
         for provider_id, call_id in vector.get("idMap", {}).items():
             assert ids.get(provider_id) == call_id
