@@ -19,7 +19,14 @@ if TYPE_CHECKING:
     from .fork import SessionFork, fork_options_for, read_fork_set
     from .hosts import check_allowed_hosts, host_allowed, is_local, looks_like_ip
     from .jsonvalue import to_json_value
-    from .keys import KEY_VARIABLES, OFFLINE_PLACEHOLDER_KEY, environment_keys, set_placeholder_keys
+    from .keys import (
+        GOOGLE_PLACEHOLDER_CREDENTIALS,
+        KEY_VARIABLES,
+        OFFLINE_PLACEHOLDER_KEY,
+        environment_keys,
+        is_placeholder,
+        set_placeholder_keys,
+    )
     from .launched import LAUNCHED_VAR, write_report
     from .mcp import MCPClient, mcp_client
     from .observed import AgentRun
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from .wire import WireCall, refusal
 
 __all__ = [
+    "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "KEY_VARIABLES",
     "LAUNCHED_VAR",
     "OFFLINE_PLACEHOLDER_KEY",
@@ -54,6 +62,7 @@ __all__ = [
     "fork_options_for",
     "host_allowed",
     "is_local",
+    "is_placeholder",
     "load_cassette",
     "load_verified",
     "looks_like_ip",
@@ -84,9 +93,11 @@ _LAZY = {
     "is_local": "hosts",
     "looks_like_ip": "hosts",
     "to_json_value": "jsonvalue",
+    "GOOGLE_PLACEHOLDER_CREDENTIALS": "keys",
     "KEY_VARIABLES": "keys",
     "OFFLINE_PLACEHOLDER_KEY": "keys",
     "environment_keys": "keys",
+    "is_placeholder": "keys",
     "set_placeholder_keys": "keys",
     "LAUNCHED_VAR": "launched",
     "write_report": "launched",

@@ -8,6 +8,7 @@ library only: the read-only CLI commands import it too. See docs/concepts.md#sec
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -17,9 +18,11 @@ if TYPE_CHECKING:
     from .rules import Secrets
 
 __all__ = [
+    "GOOGLE_PLACEHOLDER_CREDENTIALS",
     "HEADER_KEY_VARIABLES",
     "KEY_VARIABLES",
     "OFFLINE_PLACEHOLDER_KEY",
+    "PLACEHOLDER_VALUES",
     "PLACEHOLDER_VARIABLES",
     "PROVIDER_KEY_VARIABLES",
     "SECRET_HEADERS",
@@ -27,6 +30,7 @@ __all__ = [
     "KnownKeys",
     "environment_keys",
     "header_secrets",
+    "is_placeholder",
     "set_placeholder_keys",
 ]
 
@@ -41,6 +45,17 @@ KEY_VARIABLES: Final = (
     "AZURE_OPENAI_AD_TOKEN",
 )
 
+# -- Google Cloud (Vertex AI) ---------------------------------------------------------------------
+
+#: Authorized-user credentials whose access token is the offline placeholder key and never expires,
+#: shipped with the package, for google-auth's GOOGLE_APPLICATION_CREDENTIALS (what a Vertex AI
+#: client, ``genai.Client(vertexai=True)`` or ``AnthropicVertex``, signs with): google-auth loads them
+#: without the network, so a Vertex AI client starts and signs in a replay with no Google account;
+#: a recording that would send the token is refused like a placeholder key. Not a secret.
+GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_placeholder_credentials.json"))
+
+# -- the placeholders -----------------------------------------------------------------------------
+
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
 #: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
 #: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key. Azure's
@@ -51,7 +66,12 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
     "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN",),
+    "GOOGLE_APPLICATION_CREDENTIALS": (),
 }
+
+#: A placeholder that is not the placeholder key: Google Cloud's credentials variable names a file
+#: (:data:`GOOGLE_PLACEHOLDER_CREDENTIALS`).
+PLACEHOLDER_VALUES: Final = {"GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS}
 
 #: The variable that holds each provider's key, by provider (route) name: what to set to record.
 PROVIDER_KEY_VARIABLES: Final = {
@@ -165,7 +185,8 @@ class KnownKeys(set[str]):
 def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
     """Give every key variable that is unset or blank the placeholder; returns the names it set.
 
-    The SDK constructors refuse to start without a key, and an offline run never sends one.
+    The SDK constructors refuse to start without a key, and an offline run never sends one. A
+    variable of :data:`PLACEHOLDER_VALUES` gets its own placeholder instead.
     """
     missing = [
         name
@@ -173,5 +194,10 @@ def set_placeholder_keys(env: MutableMapping[str, str]) -> list[str]:
         if not any(env.get(variable, "").strip() for variable in (name, *alternatives))
     ]
     for name in missing:
-        env[name] = OFFLINE_PLACEHOLDER_KEY
+        env[name] = PLACEHOLDER_VALUES.get(name, OFFLINE_PLACEHOLDER_KEY)
     return missing
+
+
+def is_placeholder(value: str | None) -> bool:
+    """Whether a variable's value is one an offline run sets (the key, or a :data:`PLACEHOLDER_VALUES`)."""
+    return value == OFFLINE_PLACEHOLDER_KEY or value in PLACEHOLDER_VALUES.values()

@@ -38,6 +38,7 @@ from .ending import (
     report_to_launcher,
     terminal_payload,
 )
+from .google_auth import answer_placeholder_refresh
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
 from .observed import AgentRun, ToolLog
@@ -122,8 +123,12 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> Session:
-        """Start intercepting model calls (a no-op in ``off`` mode)."""
+        """Start intercepting model calls (a no-op in ``off`` mode).
+
+        Placeholder Google credentials refresh offline from now on (``google_auth``).
+        """
         if self.mode != "off" and self._interceptor is None:
+            answer_placeholder_refresh()
             self._interceptor = Interceptor(self._on_model, self._on_other, routes=providers.ROUTES)
             self._interceptor.start()
             _STARTED.add(self)

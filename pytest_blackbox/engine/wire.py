@@ -194,19 +194,25 @@ def refuse_placeholder(request: ModelRequest, provider: str, keys: KnownKeys) ->
     """A call about to be sent with the offline placeholder key is refused before it goes out.
 
     The placeholder is set when no key is, so SDK clients can start for a replay; a recording needs
-    the real key, and the provider would only answer 401.
+    the real key, and the provider would only answer 401. A bearer token to Vertex AI comes from
+    Google's credentials (the placeholder credentials file of an offline run), so those are asked for.
     """
     found = keys.placeholder_in(request.headers, request.url)
-    if found is not None:
-        where, carrier = found
+    if found is None:
+        return
+    where, carrier = found
+    if carrier == "authorization" and providers.is_vertex_path(urlsplit(request.url).path):
+        wanted = f"provide {providers.VERTEX_CREDENTIALS_ADVICE}"
+    else:
         variable = HEADER_KEY_VARIABLES.get(carrier) or PROVIDER_KEY_VARIABLES.get(
             provider, "the provider's API key variable"
         )
-        raise BlackboxUsageError(
-            f"recording needs a real key: this request carries the offline placeholder key "
-            f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; set {variable} to your API key "
-            "to record (the placeholder only lets SDK clients start for a replay)"
-        )
+        wanted = f"set {variable} to your API key"
+    raise BlackboxUsageError(
+        f"recording needs a real key: this request carries the offline placeholder key "
+        f"({OFFLINE_PLACEHOLDER_KEY}) in {where}, so it was not sent; {wanted} to record (the "
+        "placeholder only lets SDK clients start for a replay)"
+    )
 
 
 def refusal(provider: providers.Provider, text: str) -> Reply:

@@ -216,10 +216,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Take the offline placeholder and the library settings back out of the environment."""
-    from ..engine import OFFLINE_PLACEHOLDER_KEY
+    from ..engine import is_placeholder
 
     for name in config.stash.get(_PLACEHOLDERS_KEY, []):
-        if os.environ.get(name) == OFFLINE_PLACEHOLDER_KEY:
+        if is_placeholder(os.environ.get(name)):
             del os.environ[name]
     for name in config.stash.get(_SETTINGS_KEY, []):
         if os.environ.get(name) == _LIBRARY_SETTINGS[name]:

@@ -18,6 +18,8 @@ from . import anthropic, gemini, openai_chat, openai_responses
 from .common import CallIds, ReplayArgs
 from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
+from .vertex import CREDENTIALS_ADVICE as VERTEX_CREDENTIALS_ADVICE
+from .vertex import is_vertex_path
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -27,9 +29,11 @@ __all__ = [
     "ROUTES",
     "SIDE_ROUTES",
     "SSE_HEADERS",
+    "VERTEX_CREDENTIALS_ADVICE",
     "CallIds",
     "Provider",
     "ReplayArgs",
+    "is_vertex_path",
     "model_api_of",
     "provider_for_call",
     "provider_for_path",

@@ -41,18 +41,22 @@ from .common import is_stream_request as is_stream_request
 from .content import TEXT_ADVICE, builtin_tool, ordered_output
 from .media import anthropic_block, anthropic_content, message_content
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
+from .vertex import ANTHROPIC_COUNT_TOKENS, ANTHROPIC_ROUTE, model_in_path
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 
 NAME: Final = "anthropic"
-#: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it.
-ROUTE: Final = r"/v1/messages$"
+#: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it; and Claude on
+#: Vertex AI (``…/publishers/anthropic/models/{model}:rawPredict``, the model in the path).
+ROUTE: Final = rf"/v1/messages$|{ANTHROPIC_ROUTE}"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "messages"
 #: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
-SIDE_ROUTES: Final[dict[str, str]] = {"messages.count_tokens": r"/v1/messages/count_tokens$"}
+SIDE_ROUTES: Final[dict[str, str]] = {
+    "messages.count_tokens": rf"/v1/messages/count_tokens$|{ANTHROPIC_COUNT_TOKENS}"
+}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (
@@ -97,7 +101,9 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """The ``model_input`` payload for a Messages request body; refusals are raised before sending.
 
     ``stream`` is not part of it: a streamed and a plain call with the same content are the same turn.
-    ``path`` is unused: the Messages API carries the whole request in the body.
+    The model is the body's, or on Vertex AI the one the ``path`` names (``anthropic_version``, which
+    the Vertex client adds to the body, is the protocol's version and is not compared, like the
+    ``anthropic-version`` header).
     """
     request = require_object(body, "the request body")
     messages = ids.normalized(list_field(request, HISTORY), lambda raw, index: _message(raw, index, ids))
@@ -106,7 +112,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         messages,
         tools,
         system_prompt=_system_prompt(request.get("system")),
-        model=request.get("model"),
+        model=request.get("model", model_in_path(path)),
         params=pick_params(request, _PARAMS),
     )
 

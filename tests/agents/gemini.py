@@ -17,10 +17,11 @@ from typing import Any
 
 from google import genai
 from google.genai import types
+from google.oauth2.credentials import Credentials
 
 from pytest_blackbox.testing import FakeProvider
 
-from .loop import Turn, settle
+from .loop import VERTEX_PROJECT, Turn, settle
 from .travel import DEFAULT_TURNS, PROMPT, SYSTEM, tool_specs
 
 MODEL = "gemini-2.5-flash"
@@ -57,12 +58,25 @@ class GeminiAgent:
     api_key: str | None = None
     #: Hand the tools to the SDK as Python functions (automatic function calling).
     automatic: bool = False
+    #: Gemini on Vertex AI, signed with this access token (``None``: Google's application default
+    #: credentials, as users configure them); ``""``: the Gemini Developer API.
+    vertex_token: str | None = ""
     model_calls: int = 0
     seen_call_ids: list[str | None] = field(default_factory=list)
 
     def client(self) -> genai.Client:
         """No retries (the SDK's default), so a refusal surfaces at once."""
-        return genai.Client(api_key=self.api_key, http_options=types.HttpOptions(base_url=self.base_url))
+        options = types.HttpOptions(base_url=self.base_url)
+        if self.vertex_token == "":
+            return genai.Client(api_key=self.api_key, http_options=options)
+        token = None if self.vertex_token is None else Credentials(token=self.vertex_token)  # type: ignore[no-untyped-call]
+        return genai.Client(
+            vertexai=True,
+            project=VERTEX_PROJECT,
+            location="us-central1",
+            credentials=token,
+            http_options=options,
+        )
 
     def config(self, tools: Mapping[str, Callable[..., Any]]) -> types.GenerateContentConfig:
         if self.automatic:

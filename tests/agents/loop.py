@@ -22,6 +22,9 @@ from typing import Any
 
 from pytest_blackbox.testing import FakeProvider
 
+#: Where the Vertex AI agents run (configuration, not credentials: never compared).
+VERTEX_PROJECT = "blackbox-suite"
+VERTEX_REGION = "us-east5"
 #: The model's turns: (tool calls as (name, input), text).
 Turn = tuple[Sequence[tuple[str, Mapping[str, Any]]], "str | None"]
 
@@ -78,6 +81,9 @@ class Agent:
     tool_fields: dict[str, Any] = field(default_factory=dict)
     #: Read each answer as an event stream, through the SDK's stream helper.
     stream: bool = False
+    #: Anthropic only: Claude on Vertex AI (``AnthropicVertex``), ``api_key`` its access token
+    #: (``None``: Google's application default credentials, as users configure them).
+    vertex: bool = False
     #: How the agent runs the tools: results sent back in reverse order; tool name → {city the model
     #: asked for: city the agent passes instead}; extra keyword arguments to every call; not run at all
     #: (each answered "skipped"); a failed tool's error text sent to the model (else "the tool failed").
@@ -117,6 +123,13 @@ class Agent:
         elif self.http_client == "httpx":
             httpx = importlib.import_module("httpx")
             options["http_client"] = httpx.AsyncClient() if self.is_async else httpx.Client()
+        if self.vertex:
+            options.update(
+                region=VERTEX_REGION, project_id=VERTEX_PROJECT, access_token=options.pop("api_key", None)
+            )
+            return (self.module.AsyncAnthropicVertex if self.is_async else self.module.AnthropicVertex)(
+                **options
+            )
         if self.sdk == "anthropic":
             return (self.module.AsyncAnthropic if self.is_async else self.module.Anthropic)(**options)
         return (self.module.AsyncOpenAI if self.is_async else self.module.OpenAI)(**options)

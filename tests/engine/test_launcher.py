@@ -13,7 +13,7 @@ from pytest_blackbox.cli import build_parser
 from pytest_blackbox.cli import main as cli_main
 from pytest_blackbox.cli.launcher import _command as launcher_command
 from pytest_blackbox.cli.launcher import child_env, outcome_line
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
+from pytest_blackbox.engine.keys import GOOGLE_PLACEHOLDER_CREDENTIALS, OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests import TEST_KEYS
@@ -184,6 +184,7 @@ def test_offline_runs_get_placeholder_keys_only_where_none_is_set() -> None:
         "OPENAI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
         "GEMINI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
         "AZURE_OPENAI_API_KEY": OFFLINE_PLACEHOLDER_KEY,
+        "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
         "BLACKBOX_MODE": "replay",
         "BLACKBOX_LAUNCHED": "1",
         "PATH": "/bin",

@@ -61,7 +61,7 @@ def test_anthropic_on_bedrock_fails_the_recording_instead_of_passing_by_unrecord
 
 PATHS = {
     "/model/amazon.nova-pro-v1:0/converse-stream": "Amazon Bedrock's Converse API",
-    "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude:streamRawPredict": (
+    "/v1/projects/p/locations/us-east5/publishers/meta/models/llama-4:streamRawPredict": (
         "Vertex AI's rawPredict"
     ),
     "/v1/complete": "the Anthropic Text Completions API",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip(
@@ -33,8 +34,9 @@ from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, tool
-from langchain_openai import ChatOpenAI
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
+from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
@@ -49,6 +51,10 @@ from .conftest import (
     tool_results,
 )
 from .contract import Recording, fails_strictly, record, replays_offline
+
+#: ``AzureChatOpenAI`` reads its key from AZURE_OPENAI_API_KEY, as Azure deployments configure it.
+AZURE_KEY = "azure-langchain-key-0123456789abcdef"
+AZURE_DEPLOYMENT = "gpt-4o-travel"
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -86,6 +92,10 @@ class Flavor:
     def model(self, root: str) -> BaseChatModel:
         if self.api == "anthropic":
             return ChatAnthropic(model="claude-sonnet-5-5", base_url=root, max_tokens=1024)
+        if self.api == "azure-openai":
+            return AzureChatOpenAI(
+                azure_endpoint=root, azure_deployment=AZURE_DEPLOYMENT, api_version="2024-10-21"
+            )
         return ChatOpenAI(
             model="gpt-5", base_url=root + "/v1", use_responses_api=self.api == "openai-responses"
         )
@@ -96,6 +106,7 @@ class Flavor:
             "anthropic": fake.queue_anthropic_tool_calls,
             "openai-chat": fake.queue_openai_tool_calls,
             "openai-responses": fake.queue_responses_tool_calls,
+            "azure-openai": fake.queue_openai_tool_calls,
         }[self.api]
         queue(CALLS)
         queue([], text=FINAL)
@@ -107,7 +118,7 @@ class Flavor:
 
 FLAVORS = [
     pytest.param(Flavor(api, style), id=f"{api}-{style}")
-    for api in ("anthropic", "openai-chat", "openai-responses")
+    for api in ("anthropic", "openai-chat", "openai-responses", "azure-openai")
     for style in ("sync", "async", "stream")
 ]
 
@@ -155,9 +166,15 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
 
 @pytest.fixture
 def recorded(
-    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+    fake_provider: FakeProvider,
+    flavor: Flavor,
+    tmp_path: Path,
+    sessions: Callable[..., Session],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Recording:
-    """The conversation recorded against the fake, which is then stopped: a replay has no server."""
+    """The conversation recorded against the fake, which is then stopped: a replay has no server, and
+    only the offline placeholder keys."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     flavor.script(fake_provider)
     recording, answer, tools = record(
         fake_provider, tmp_path / "langchain.json", sessions, partial(run, flavor)
@@ -165,6 +182,14 @@ def recorded(
     assert answer == FINAL
     assert sorted(tools.calls) == [("get_time", "Paris"), ("get_weather", "Paris")]
     assert [bool(r.json.get("stream")) for r in fake_provider.requests] == [flavor.streamed] * 2
+    if flavor.api == "azure-openai":
+        deployment = f"/openai/deployments/{AZURE_DEPLOYMENT}/chat/completions"
+        assert [(r.path, r.headers["api-key"]) for r in fake_provider.requests] == [
+            (deployment, AZURE_KEY)
+        ] * 2
+        assert AZURE_KEY not in recording.path.read_text(encoding="utf-8")
+    for name in (*TEST_KEYS, "AZURE_OPENAI_API_KEY"):
+        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
     return recording
 
 

@@ -109,12 +109,16 @@ TOOLS = [
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        ("/v1beta/models/gemini-2.5-flash:generateContent", ("gemini-2.5-flash", False, False)),
-        ("/v1/models/gemini-3-pro:streamGenerateContent", ("gemini-3-pro", True, False)),
-        ("/proxy/v1beta/tunedModels/my-model-42:generateContent", ("tunedModels/my-model-42", False, False)),
+        ("/v1beta/models/gemini-2.5-flash:generateContent", ("gemini-2.5-flash", False)),
+        ("/v1/models/gemini-3-pro:streamGenerateContent", ("gemini-3-pro", True)),
+        ("/proxy/v1beta/tunedModels/my-model-42:generateContent", ("tunedModels/my-model-42", False)),
         (
             "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
-            ("gemini-2.5-flash", False, True),
+            ("gemini-2.5-flash", False),
+        ),
+        (
+            "/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent",
+            ("gemini-2.5-pro", True),
         ),
         ("/v1beta/models/gemini-2.5-flash:countTokens", None),
         ("/v1beta/models/gemini-2.5-flash", None),
@@ -123,7 +127,7 @@ TOOLS = [
 )
 def test_the_path_names_the_model_and_whether_to_stream(path: str, expected: Any) -> None:
     found = call_for(path)
-    assert (found and (found.model, found.stream, found.vertex)) == expected
+    assert (found and (found.model, found.stream)) == expected
     assert (provider_for_path(path + "?alt=sse") is not None) == (expected is not None)
 
 
@@ -132,12 +136,13 @@ def test_streaming_is_decided_by_the_path_and_never_by_the_body() -> None:
     assert gemini_call(stream=False).is_stream_request({"stream": True}) is False
 
 
-def test_vertex_ai_is_refused_before_anything_is_sent() -> None:
-    vertex = call_for("/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent")
+def test_vertex_ai_records_the_model_its_path_names() -> None:
+    """The project and location are where the call goes, like a host: not part of the input."""
+    path = "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash"
+    path += ":generateContent"
+    vertex = call_for(path)
     assert vertex is not None
-    message = refusal_message(lambda: vertex.normalize_request(request(), CallIds()))
-    assert message.startswith("Vertex AI (a …/publishers/…/models/… path) is not supported yet; ")
-    assert message.endswith("(genai.Client(api_key=…) without vertexai) (the request path)")
+    assert vertex.normalize_request(request(), CallIds(), path=path)["model"] == "gemini-2.5-flash"
 
 
 # -- requests ----------------------------------------------------------------------------------

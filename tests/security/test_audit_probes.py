@@ -22,6 +22,7 @@ import pytest
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.cli import main
 from pytest_blackbox.cli.launcher import child_env
+from pytest_blackbox.engine import GOOGLE_PLACEHOLDER_CREDENTIALS
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import (
@@ -183,6 +184,7 @@ def test_10_child_env_clears_every_stale_session_variable(tmp_path: Path) -> Non
         "OPENAI_API_KEY": "blackbox-offline-placeholder",
         "GEMINI_API_KEY": "blackbox-offline-placeholder",
         "AZURE_OPENAI_API_KEY": "blackbox-offline-placeholder",
+        "GOOGLE_APPLICATION_CREDENTIALS": GOOGLE_PLACEHOLDER_CREDENTIALS,
     }
 
 

@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
-from ..common import CallIds, ReplayArgs, read_output, unsupported
+from ..common import CallIds, ReplayArgs, read_output
 from . import request
 from .parts import Conversation
 from .response import collect_stream as collect_stream
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 NAME: Final = "gemini"
 
 #: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
-#: ``…/publishers/google/models/{model}:…`` matches too, so it is refused by name rather than let through.
+#: ``…/projects/{p}/locations/{l}/publishers/google/models/{model}:…`` matches too: the same protocol
+#: on another road (``providers.vertex``), recorded and compared alike.
 ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "contents"
@@ -70,7 +71,6 @@ def for_path(path: str) -> GeminiCall | None:
     return GeminiCall(
         model=resource.removeprefix("models/"),
         stream=method == "streamGenerateContent",
-        vertex="/publishers/" in path,
     )
 
 
@@ -86,22 +86,13 @@ class GeminiCall:
     NAME: ClassVar[str] = NAME
     HISTORY: ClassVar[str] = HISTORY
 
-    def __init__(self, *, model: str, stream: bool, vertex: bool = False) -> None:
+    def __init__(self, *, model: str, stream: bool) -> None:
         self.model = model
         self.stream = stream
-        self.vertex = vertex
         self._ids: CallIds | None = None
         self._conversation: Conversation | None = None
 
     def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
-        if self.vertex:
-            unsupported(
-                "Vertex AI (a …/publishers/…/models/… path)",
-                "Google Cloud credentials are refreshed outside the model call, which a replay cannot "
-                "answer offline; record against the Gemini Developer API (genai.Client(api_key=…) "
-                "without vertexai)",
-                "the request path",
-            )
         payload, self._conversation = request.normalize(body, ids, self.model)
         self._ids = ids
         return payload

@@ -1,10 +1,16 @@
-"""The fake provider's Anthropic Messages API (``POST /v1/messages``): messages, their SSE events, errors."""
+"""The fake provider's Anthropic Messages API: messages, their SSE events, errors.
+
+On ``POST /v1/messages``, and as Vertex AI serves it, on ``…/publishers/anthropic/models/{model}:rawPredict``
+(``:streamRawPredict``), where the model is in the path and not in the body.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from .wire import (
     PLAIN,
@@ -79,7 +85,7 @@ def _message(request: ReceivedRequest, ids: Ids, text: str | None, calls: Calls)
         "id": ids.make("msg_01", 22),
         "type": "message",
         "role": "assistant",
-        "model": model_of(request, "claude-sonnet-4-5"),
+        "model": model_of(request, _vertex_model(request.path) or "claude-sonnet-4-5"),
         "content": content,
         "stop_reason": "tool_use" if calls else "end_turn",
         "stop_sequence": None,
@@ -146,4 +152,17 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
 
 
-PROTOCOL = Protocol("/v1/messages", lambda path: path.endswith("/v1/messages"), _held, _error_body)
+#: Claude on Vertex AI: the model (``claude-sonnet-4-5@20250929``) in the path.
+_VERTEX = re.compile(r"/publishers/anthropic/models/([^/:]+):(?:rawPredict|streamRawPredict)$")
+
+
+def _vertex_model(path: str) -> str | None:
+    found = _VERTEX.search(path)
+    return unquote(found.group(1)) if found else None
+
+
+def _matches(path: str) -> bool:
+    return path.endswith("/v1/messages") or _VERTEX.search(path) is not None
+
+
+PROTOCOL = Protocol("/v1/messages", _matches, _held, _error_body)

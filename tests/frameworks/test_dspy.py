@@ -1,0 +1,159 @@
+"""DSPy's ``ReAct`` records and replays over LiteLLM, to Chat Completions and to Anthropic, sync and async.
+
+DSPy builds a tool from the function (``dspy.Tool`` reads the signature and the docstring), so the
+function is wrapped first: ``bb.tool("get_weather", get_weather)``. ``ReAct`` asks the model for its
+next tool in DSPy's own text format (``[[ ## next_tool_name ## ]]`` …), one tool per step, then
+extracts the answer in one more call; the signature's instructions are part of the system prompt DSPy
+writes. The language model runs on DSPy's LiteLLM engine (``engine="litellm"``): DSPy's native engine
+sends over sockets of its own, which Blackbox does not see (docs/frameworks.md#dspy). The replay runs
+with only the offline placeholder keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
+from tests import TEST_KEYS
+from tests.conftest import NetworkGuard
+
+pytest.importorskip("dspy", reason="DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
+
+import dspy
+
+from pytest_blackbox import ReplayDivergenceError
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.testing.fake_provider import FakeProvider
+
+from .conftest import (
+    CHANGED_INSTRUCTIONS,
+    INSTRUCTIONS,
+    LOCAL_TIME,
+    WEATHER,
+    TravelTools,
+    payload,
+    step_types,
+)
+from .contract import Recording, record, replays_offline
+
+PROMPT = "What's the weather and the local time in Paris?"
+FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
+STEP_TYPES = [
+    *["model_input", "model_output", "tool_call", "tool_result"] * 2,
+    *["model_input", "model_output"] * 2,
+    "metadata",
+]
+
+
+def react_step(thought: str, tool: str, args: dict[str, Any]) -> str:
+    """One ``ReAct`` answer in DSPy's chat format."""
+    fields = {"next_thought": thought, "next_tool_name": tool, "next_tool_args": json.dumps(args)}
+    return (
+        "".join(f"[[ ## {name} ## ]]\n{value}\n\n" for name, value in fields.items())
+        + "[[ ## completed ## ]]"
+    )
+
+
+#: The model's four answers: both tools, one per step, ``finish``, then the extracted answer.
+ANSWERS = [
+    react_step("I need the weather.", "get_weather", {"city": "Paris"}),
+    react_step("Now the local time.", "get_time", {"city": "Paris"}),
+    react_step("I have both.", "finish", {}),
+    f"[[ ## reasoning ## ]]\nBoth tools answered.\n\n[[ ## answer ## ]]\n{FINAL}\n\n[[ ## completed ## ]]",
+]
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The provider LiteLLM routes to, and ``module(...)`` or ``await module.acall(...)``."""
+
+    api: str
+    style: str
+
+    def lm(self, root: str) -> dspy.LM:
+        """The key comes from the environment: the suite's while recording, the placeholder in a replay."""
+        if self.api == "anthropic":
+            return dspy.LM("anthropic/claude-sonnet-4-5", api_base=root, cache=False, engine="litellm")
+        return dspy.LM("openai/gpt-5", api_base=root + "/v1", cache=False, engine="litellm")
+
+    def script(self, fake: FakeProvider) -> None:
+        queue = fake.queue_anthropic_text if self.api == "anthropic" else fake.queue_openai_text
+        for answer in ANSWERS:
+            queue(answer)
+
+
+FLAVORS = [
+    pytest.param(Flavor(api, style), id=f"{api}-{style}")
+    for api in ("anthropic", "openai-chat")
+    for style in ("sync", "async")
+]
+
+
+def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
+    """``ReAct`` over a signature whose instructions are the agent's, with the wrapped tools."""
+    signature = dspy.Signature("question -> answer", instructions)
+    tools = [bb.tool("get_weather", travel.get_weather), bb.tool("get_time", travel.get_time)]
+    react = dspy.ReAct(signature, tools=tools, max_iters=4)
+    with dspy.context(lm=flavor.lm(root)):
+        if flavor.style == "async":
+            return str(asyncio.run(react.acall(question=PROMPT)).answer)
+        return str(react(question=PROMPT).answer)
+
+
+@pytest.fixture
+def recorded(
+    fake_provider: FakeProvider,
+    flavor: Flavor,
+    tmp_path: Path,
+    sessions: Callable[..., Session],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Recording:
+    """Recorded against the fake, which is then stopped; the keys are the placeholder from then on."""
+    flavor.script(fake_provider)
+    recording, answer, tools = record(fake_provider, tmp_path / "dspy.json", sessions, partial(run, flavor))
+    assert answer == FINAL
+    assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
+    for name in TEST_KEYS:
+        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+    return recording
+
+
+def test_the_recording_holds_the_whole_run(recorded: Recording) -> None:
+    assert step_types(recorded.path) == STEP_TYPES
+    first = payload(recorded.path, 0)
+    assert INSTRUCTIONS in first["systemPrompt"]
+    assert PROMPT in json.dumps(first["messages"])
+    assert [payload(recorded.path, index)["result"] for index in (3, 7)] == [WEATHER, LOCAL_TIME]
+    assert payload(recorded.path, 11) == {"type": "final_answer", "text": ANSWERS[-1]}
+
+
+def test_replay_is_offline_keyless_and_runs_no_tool(
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+) -> None:
+    replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=13)
+
+
+def test_strict_replay_fails_on_changed_instructions(
+    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
+) -> None:
+    """DSPy writes the instructions into its own system prompt: the divergence names it."""
+    network_guard.block()
+    tools = TravelTools()
+    bb = sessions(mode="replay", cassette=recorded.path)
+    with pytest.raises(Exception, match=r"\[blackbox\] replay diverged at step 0, systemPrompt"):
+        run(flavor, recorded.root, bb, tools, CHANGED_INSTRUCTIONS)
+    error = bb.error
+    assert isinstance(error, ReplayDivergenceError)
+    assert (error.step_index, error.path) == (0, "systemPrompt")
+    assert INSTRUCTIONS in str(error.expected) and CHANGED_INSTRUCTIONS in str(error.actual)
+    assert tools.calls == []
+    with pytest.raises(ReplayDivergenceError):
+        bb.finish()
