@@ -27,6 +27,7 @@ __all__ = [
     "CassetteReadError",
     "CassetteSchemaError",
     "CassetteVersionError",
+    "DroppedFieldWarning",
     "ForkError",
     "HashChainError",
     "OfflineRequestError",
@@ -64,6 +65,10 @@ class RecordedToolError(Exception):
 
 class UnreplayableWarning(UserWarning):
     """A recording did something a replay will refuse (a request that is not a model call)."""
+
+
+class DroppedFieldWarning(UserWarning):
+    """A recording left out a response field Blackbox does not know, as ``drop_fields`` accepts."""
 
 
 class StrayCallWarning(UserWarning):

@@ -53,10 +53,15 @@ EXTENSIONS: Final[tuple[Extension, ...]] = (
         stops=frozenset({"pause"}),
     ),
     Extension(
-        "stops, logprobs and moderation",
+        "stops, choices, logprobs and moderation",
         "stops-choices-logprobs-and-moderation",
-        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted"}),
+        output_fields=frozenset({"stopSequence", "moderation", "logprobs", "omitted", "choices"}),
         stops=frozenset(get_args(Stop)) - {"length", "refusal", "pause"},
+    ),
+    Extension(
+        "reasoning from OpenAI-compatible servers",
+        "reasoning-from-openai-compatible-servers",
+        output_fields=frozenset({"reasoning"}),
     ),
 )
 

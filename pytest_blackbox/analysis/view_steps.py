@@ -304,6 +304,15 @@ class RunSteps:
         return "".join(pieces)
 
     def output_body(self, payload: dict[str, Any]) -> str:
+        """The output, then each of its other choices (a request for several), numbered from 2."""
+        extra = payload.get("choices")
+        choices = [choice for choice in extra if isinstance(choice, dict)] if isinstance(extra, list) else []
+        return self._one_output(payload) + "".join(
+            f'<p class="note">choice {number}</p>{self._one_output(choice)}'
+            for number, choice in enumerate(choices, start=2)
+        )
+
+    def _one_output(self, payload: dict[str, Any]) -> str:
         page, shape = self.page, payload.get("type")
         text = payload.get("text")
         if shape == "final_answer":

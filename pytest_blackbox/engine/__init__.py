@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .cassettes import load_cassette, load_verified
     from .children import ChildWatch, follow_children
     from .ending import RunReport
+    from .fields import check_drop_fields
     from .fork import SessionFork, fork_options_for, read_fork_set
     from .hosts import check_allowed_hosts, host_allowed, is_local, looks_like_ip
     from .jsonvalue import to_json_value
@@ -56,6 +57,7 @@ __all__ = [
     "WireCall",
     "blackbox",
     "check_allowed_hosts",
+    "check_drop_fields",
     "claim_calls",
     "environment_keys",
     "follow_children",
@@ -85,6 +87,7 @@ _LAZY = {
     "ChildWatch": "children",
     "follow_children": "children",
     "RunReport": "ending",
+    "check_drop_fields": "fields",
     "SessionFork": "fork",
     "fork_options_for": "fork",
     "read_fork_set": "fork",

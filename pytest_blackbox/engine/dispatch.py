@@ -16,13 +16,14 @@ from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, ReplayDivergenceError
 from ..interception import Forward, ModelRequest, OtherRequest, Reply
 from ..trace.model import Terminal, Trace, TraceStep
-from ..trace.payloads import tool_calls_of
+from ..trace.payloads import choice_calls_of
 from ..trace.recorder import TraceRecorder
 from ..vocabulary import UNSET
 from .bodies import BodyParser
 from .cassettes import load_cassette
 from .concurrency import inside_tool, last_call, note_call
 from .ending import RunReport, cassette_out, check_replay, write_cassette
+from .fields import FieldPolicy
 from .fork import SessionFork
 from .keys import KnownKeys
 from .observed import ModelCall, model_calls_of
@@ -105,6 +106,7 @@ class Dispatch:
             concurrent=self.options.mode == "record",
             redact=self.redacted if self._redactor is not None else None,
             media=self.options.media,
+            fields=FieldPolicy(self.options.drop_fields),
         )
 
     def redacted(self, value: Any) -> Any:
@@ -151,7 +153,7 @@ class Dispatch:
         turn = self.cursor.answer(model_input, in_order=self.fork is not None)  # a fork: as recorded
         note_call(self._owner, turn.number)
         assert turn.output is not None
-        self._ids.register_identity(ref["toolCallId"] for ref in tool_calls_of(turn.output["payload"]))
+        self._ids.register_identity(ref["toolCallId"] for ref in choice_calls_of(turn.output["payload"]))
         return call.reply(model_input, turn.output)
 
     def _script_call(self, call: WireCall, recording: Recording) -> Reply:

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, cast
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
 from ..vocabulary import MATCHES, MEDIA_MODES, UNSET, Match, Media
+from .fields import check_drop_fields
 from .hosts import check_allowed_hosts
 from .rules import (
     Matcher,
@@ -88,6 +89,9 @@ class SessionOptions:
     #: What a recording keeps of a request's images, documents, audio and files: their digest, or
     #: their bytes too (docs/cassette-format.md#media-parts). A replay compares digests either way.
     media: Media = "digest"
+    #: Response fields no protocol table knows that a recording may leave out (paths with ``[]``),
+    #: instead of refusing the response (docs/providers.md#response-fields-blackbox-does-not-know).
+    drop_fields: tuple[str, ...] = ()
 
     @property
     def has_fork_set(self) -> bool:
@@ -207,6 +211,7 @@ def resolve_options(
     secrets: Any = None,
     allowed_hosts: Any = None,
     media: Any = None,
+    drop_fields: Any = None,
     env: Mapping[str, str] | None = None,
 ) -> SessionOptions:
     """Merge explicit options over ``BLACKBOX_*`` variables and validate every value.
@@ -214,8 +219,8 @@ def resolve_options(
     ``on_divergence="record"`` (replay only) continues live from the first divergence and re-records
     the rest of the run into the cassette (``new_episodes``); it has no variable, as the CLI has no flag.
     Neither have the rules (``ignore``, ``normalize``, ``matcher``, ``redact``, ``secrets``): they are
-    code, checked by the validators of ``rules``; nor ``allowed_hosts`` (checked by ``hosts``) and
-    ``media`` (:func:`check_media`).
+    code, checked by the validators of ``rules``; nor ``allowed_hosts`` (checked by ``hosts``),
+    ``media`` (:func:`check_media`) and ``drop_fields`` (checked by ``fields``).
     """
     env = os.environ if env is None else env
     options = SessionOptions(
@@ -237,5 +242,6 @@ def resolve_options(
         secrets=check_secrets(secrets),
         allowed_hosts=check_allowed_hosts(allowed_hosts),
         media=check_media(media),
+        drop_fields=check_drop_fields(drop_fields),
     )
     return _check_report_path(options)

@@ -23,6 +23,7 @@ from ..trace.payloads import tool_calls_of
 from ..trace.recorder import TraceRecorder
 from ..vocabulary import Media
 from .concurrency import ConcurrentRecording, Turn, last_call, note_call, tool_steps
+from .fields import FieldPolicy
 from .jsonvalue import to_json_value
 from .recorded import RecordedPair
 from .tools import OpenCalls, identical_json
@@ -114,7 +115,8 @@ class Recording:
     first; ``concurrent`` says whether overlapping calls may switch to per-conversation recording
     (only a plain recording: a fork and a replay gone live copy a prefix verbatim); ``redact`` is
     applied to every payload as it is written (before it is hashed); ``media`` says whether media parts
-    keep their bytes (``inline``) or only their digest.
+    keep their bytes (``inline``) or only their digest; ``fields`` refuses the response fields no
+    protocol table knows, or drops those the run accepts losing.
     """
 
     def __init__(
@@ -129,9 +131,11 @@ class Recording:
         concurrent: bool,
         redact: Callable[[Any], Any] | None = None,
         media: Media = "digest",
+        fields: FieldPolicy | None = None,
     ) -> None:
         self.recorder = recorder
         self.media: Media = media
+        self.fields = fields or FieldPolicy()
         self._redact = redact
         self._ids = ids
         self._clock = clock
@@ -224,6 +228,7 @@ class Recording:
                         status = response.status
                         self._drop_call(call, f"HTTP {status}" if status >= 300 else "an error in its stream")
                         return  # a failed call is not recorded; the agent sees the real error
+                    self.fields.check(wire.unknown_fields(response, answer))
                     output = wire.provider.normalize_response(answer, self._ids)
                     if self.tools_running:
                         self._record_concurrently(TOOL_AT_RETURN_MESSAGE)

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from .. import providers
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
+from ..providers.fields import unknown_in_response, unknown_in_stream
 from ..providers.sse import StreamCutShort
 from ..trace.media import without_bytes
 from ..trace.model import ModelInput, TraceStep
@@ -104,8 +105,7 @@ class WireCall:
         """
         if not 200 <= response.status < 300:
             return None
-        content_type = next((value for name, value in response.headers if name == "content-type"), "")
-        if not content_type.strip().lower().startswith("text/event-stream"):
+        if not _streamed(response):
             return parse_json_body(response.body, "the response body") if response.complete else None
         try:
             return self.provider.collect_stream(response.body)
@@ -115,6 +115,18 @@ class WireCall:
             raise
         except BlackboxUnsupportedError:
             return None
+
+    def unknown_fields(self, response: UpstreamResponse, answer: Any) -> list[str]:
+        """The paths of the fields of a whole answer (:meth:`whole_answer`) its protocol does not know:
+        of the JSON body, or of every event of a stream."""
+        if _streamed(response):
+            return unknown_in_stream(self.provider.NAME, response.body, answer)
+        return unknown_in_response(self.provider.NAME, answer)
+
+
+def _streamed(response: UpstreamResponse) -> bool:
+    content_type = next((value for name, value in response.headers if name == "content-type"), "")
+    return content_type.strip().lower().startswith("text/event-stream")
 
 
 def _shown(request: OtherRequest, mask: Callable[[str], str]) -> str:

@@ -99,6 +99,14 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="comma-separated hosts a replay may connect to besides loopback, added to every test's own",
     )
     group.addoption(
+        "--blackbox-drop-fields",
+        action="append",
+        default=None,
+        metavar="FIELDS",
+        help="comma-separated response fields Blackbox does not know (choices[].message.foo) that a "
+        "recording may leave out instead of refusing the response, added to every test's own",
+    )
+    group.addoption(
         "--blackbox-report",
         action="store",
         default=None,
@@ -124,6 +132,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.addini(
         "blackbox_allowed_hosts",
         "hosts a replay may connect to besides loopback (one per line or comma-separated)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "blackbox_drop_fields",
+        "response fields Blackbox does not know that a recording may leave out (one per line or "
+        "comma-separated)",
         type="linelist",
         default=[],
     )

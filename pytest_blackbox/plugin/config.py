@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from ..engine import RULE_VALIDATORS, check_allowed_hosts
+from ..engine import RULE_VALIDATORS, check_allowed_hosts, check_drop_fields
 from ..errors import BlackboxUsageError
 from ..vocabulary import MATCHES, MEDIA_MODES, RECORD_MODES, Match, Media, RecordMode
 from .paths import (
@@ -39,6 +39,7 @@ KEYS = (
     "secrets",
     "allowed_hosts",
     "media",
+    "drop_fields",
 )
 FIXTURE_KEYS = KEYS[1:]
 #: The keys the engine applies: ``SessionOptions`` fields of the same names (a ``match`` function
@@ -48,7 +49,7 @@ PRECEDENCE = "command line > marker (test > class > module) > blackbox_config fi
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
     "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[], "
-    "media='digest'|'inline')"
+    "media='digest'|'inline', drop_fields=[])"
 )
 FIXTURE_USAGE = f"blackbox_config returns a dict with any of the keys {', '.join(FIXTURE_KEYS)}"
 #: pytest-repeat runs a test several times as parameters of this name; every run uses one cassette.
@@ -77,6 +78,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     #: What a recording keeps of a request's media: its digest, or its bytes too.
     media: Media = "digest"
+    #: Response fields Blackbox does not know that a recording may leave out instead of refusing.
+    drop_fields: tuple[str, ...] = ()
     #: What the engine applies, ready for ``SessionOptions(**engine_rules)``: any of ``ignore``,
     #: ``normalize``, ``redact``, ``secrets`` and ``matcher``, only those set.
     engine_rules: dict[str, Any] = field(default_factory=dict)
@@ -146,6 +149,7 @@ def _rule(name: str) -> Callable[[Any], Any]:
 
 
 _allowed_hosts = _engine_check(check_allowed_hosts)
+_drop_fields = _engine_check(check_drop_fields)
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {
@@ -159,6 +163,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "secrets": _rule("secrets"),
     "allowed_hosts": _allowed_hosts,
     "media": _media,
+    "drop_fields": _drop_fields,
 }
 
 
@@ -217,15 +222,25 @@ def _ini(config: pytest.Config, name: str) -> str | None:
     return value or None
 
 
+def _ini_list(config: pytest.Config, name: str) -> list[str]:
+    """A ``linelist`` ini key's values, one per line or comma-separated."""
+    lines: list[str] = config.getini(name)
+    return [item for line in lines for item in re.split(r"[\s,]+", line) if item]
+
+
 def _ini_hosts(config: pytest.Config) -> list[str]:
-    lines: list[str] = config.getini("blackbox_allowed_hosts")
-    return [host for line in lines for host in re.split(r"[\s,]+", line) if host]
+    return _ini_list(config, "blackbox_allowed_hosts")
+
+
+def _cli_list(config: pytest.Config, name: str) -> list[str]:
+    """An option given comma-separated and possibly several times."""
+    given: list[str] = config.getoption(name, None) or []
+    return [item.strip() for value in given for item in value.split(",") if item.strip()]
 
 
 def cli_hosts(config: pytest.Config) -> list[str]:
     """``--blackbox-allowed-hosts``, each given comma-separated and possibly several times."""
-    given: list[str] = config.getoption("blackbox_allowed_hosts", None) or []
-    return [host for value in given for host in value.split(",") if host.strip()]
+    return _cli_list(config, "blackbox_allowed_hosts")
 
 
 def config_hosts(config: pytest.Config) -> tuple[str, ...]:
@@ -246,10 +261,12 @@ def check_ini(config: pytest.Config) -> None:
         if media is not None:
             _media(media)
         _allowed_hosts(_ini_hosts(config))
+        _drop_fields(_ini_list(config, "blackbox_drop_fields"))
     except _Bad as exc:
         raise pytest.UsageError(f"bad ini value: blackbox_{exc}") from None
     try:
         _allowed_hosts(cli_hosts(config))
+        _drop_fields(_cli_list(config, "blackbox_drop_fields"))
     except _Bad as exc:
         raise pytest.UsageError(f"bad option: --blackbox-{str(exc).replace('_', '-', 1)}") from None
 
@@ -261,6 +278,7 @@ def _ini_layer(config: pytest.Config) -> dict[str, Any]:
         "match": _ini(config, "blackbox_match"),
         "allowed_hosts": hosts or None,
         "media": _ini(config, "blackbox_media"),
+        "drop_fields": _ini_list(config, "blackbox_drop_fields") or None,
     }
 
 
@@ -395,6 +413,7 @@ def resolve_settings(
         engine_rules["matcher"] = _rule("matcher")(match)
         match = "strict"
     hosts = (*merged.get("allowed_hosts", ()), *_allowed_hosts(cli_hosts(config)))
+    dropped = (*merged.get("drop_fields", ()), *_drop_fields(_cli_list(config, "blackbox_drop_fields")))
     stem = stem_of(item)
     test_file = Path(str(item.path))
     explicit = merged.get("cassette")
@@ -411,6 +430,7 @@ def resolve_settings(
         explicit_cassette=explicit is not None,
         allowed_hosts=tuple(dict.fromkeys(hosts)),
         media=config.getoption("blackbox_media", None) or merged.get("media", "digest"),
+        drop_fields=tuple(dict.fromkeys(dropped)),
         engine_rules=engine_rules,
         identity=f"{test_file}::{stem}",
         legacy_cassette=_legacy(item, cassette, explicit is not None or "cassette_dir" in merged),

@@ -376,6 +376,7 @@ def _session_options(decision: Decision, settings: Settings, pending: Path | Non
         on_divergence="record" if decision.new_episodes else "fail",
         allowed_hosts=settings.allowed_hosts,
         media=settings.media,
+        drop_fields=settings.drop_fields,
         **settings.engine_rules,
     )
 

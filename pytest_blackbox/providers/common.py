@@ -576,6 +576,9 @@ def _envelope(output: dict[str, Any]) -> dict[str, Any]:
         _bad_output("has a moderation that is not a JSON object")
     if logprobs is not None and not isinstance(logprobs, list):
         _bad_output("has logprobs that are not a list")
+    reasoning = output.get("reasoning") or {}  # given back by providers.reasoning, from the output itself
+    if not isinstance(reasoning, dict) or not all(isinstance(text, str) for text in reasoning.values()):
+        _bad_output("has a reasoning that is not an object of texts")
     if not isinstance(omitted, list) or not all(name in OMITTABLE for name in omitted):
         _bad_output(f"has omitted other than a list of {', '.join(OMITTABLE)}")
     if (sequence is not None) != (output.get("stop") == "stopSequence") or not isinstance(

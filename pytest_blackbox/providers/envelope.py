@@ -7,7 +7,8 @@ its category names, which are data, as sent; a replay converts it back and hands
 object. ``logprobs`` keeps the answer text's token log probabilities (both OpenAI APIs share their
 shape) the same way. ``omitted`` lists the neutral names of wire fields a response left out where a replay
 otherwise sends a default (Gemini's candidate ``index``, the Responses ``logprobs`` of a text part),
-so the replayed object has the same fields the live one had.
+so the replayed object has the same fields the live one had. ``reasoning`` is the reasoning text an
+OpenAI-compatible server sent beside a Chat answer (``providers.reasoning``).
 
 See docs/cassette-format.md#stops-choices-logprobs-and-moderation.
 """
@@ -31,10 +32,17 @@ _NOT_RECORDED: Final = "it is not recorded, so a replay could not give it back"
 
 
 def with_envelope(
-    output: Output, *, moderation: Any = None, logprobs: Any = None, omitted: tuple[Omitted, ...] = ()
+    output: Output,
+    *,
+    moderation: Any = None,
+    logprobs: Any = None,
+    omitted: tuple[Omitted, ...] = (),
+    reasoning: dict[str, str] | None = None,
 ) -> Output:
-    """``output`` with the moderation result, the logprobs and the omitted fields, each only when
-    there is one (``logprobs``: the wire's list of tokens, at its place in the response)."""
+    """``output`` with the moderation result, the logprobs, the omitted fields and the reasoning, each
+    only when there is one (``logprobs``: the wire's list of tokens, at its place in the response)."""
+    if reasoning:
+        output["reasoning"] = reasoning
     if moderation is not None:
         output["moderation"] = _neutral(moderation, "moderation")
     if logprobs is not None:

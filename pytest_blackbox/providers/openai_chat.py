@@ -6,11 +6,9 @@ results), function tools neutral tool definitions, and the behaviour controls ``
 becomes a ``model_output``, with tool-call arguments parsed when they are JSON.
 
 Fields a cassette cannot carry faithfully (audio, the legacy functions API, message names, …) are
-refused with a ``BlackboxUnsupportedError`` naming the field, never recorded or replayed altered.
-Strict function tools are recorded in ``params.toolStrict`` rather than refused: agent frameworks
-send them by default.
-
-See docs/providers.md#openai-chat-completions.
+refused, naming the field. Strict function tools are recorded in ``params.toolStrict`` (agent
+frameworks send them by default), several choices (``n``) through ``providers.choices``. See
+docs/providers.md#openai-chat-completions.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..trace.model import Message, ModelInput, ModelOutput, Stop, ToolCallRef, ToolDefinition
+from . import choices as several
 from .common import (
     CallIds,
     ReplayArgs,
@@ -51,6 +50,7 @@ from .content import (
 )
 from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
 from .media import CHAT_MEDIA, chat_media, text_or_media
+from .reasoning import JOINED_DELTAS, chat_reasoning, reasoning_deltas, reasoning_wire
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ _PARAMS: Final = (
     ("modalities", "modalities"),
     ("web_search_options", "webSearchOptions"),
     ("moderation", "moderation"),
+    ("n", "choiceCount"),
     ("tools.strict", "toolStrict"),
     ("path.deployment", "azureDeployment"),
 )
@@ -108,7 +109,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
 
     ``path`` gives only the Azure OpenAI deployment it names; Chat Completions carries the rest in the body.
     """
-    request = require_object(body, "the request body")
+    request = several.counted(require_object(body, "the request body"))
     _check_request(request)
     raw_messages = list_field(request, "messages")
     instructions: list[str] = []
@@ -142,9 +143,6 @@ def _strict_tools(tools: list[Any]) -> dict[str, bool] | None:
 
 
 def _check_request(request: dict[str, Any]) -> None:
-    n = request.get("n")
-    if n is not None and n != 1:
-        unsupported("n > 1 (several choices per request)", "request one choice per call", "n")
     if request.get("audio") is not None:
         unsupported("the audio request field (audio output)", _AUDIO_ADVICE, "audio")
     for field in ("functions", "function_call"):
@@ -190,14 +188,7 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
             continue
         results = None
         if role == "user":
-            messages.append(
-                {
-                    "role": "user",
-                    "content": text_or_media(
-                        message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA
-                    ),
-                }
-            )
+            messages.append({"role": "user", "content": _media_content(message, at)})
         elif role == "assistant":
             messages.append(_assistant(message, at, ids))
         elif role in INSTRUCTION_ROLES:
@@ -211,8 +202,14 @@ def _messages(raw_messages: list[Any], start: int, ids: CallIds) -> list[Message
     return messages
 
 
+def _media_content(message: dict[str, Any], at: str) -> str | list[dict[str, Any]]:
+    """A user or tool message's content: its text, or its text and media parts in order."""
+    return text_or_media(message.get("content"), f"{at}.content", content_text, chat_media, CHAT_MEDIA)
+
+
 def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, Any]:
-    """A tool message's content is kept as the text the agent sent: never parsed, never an error.
+    """A tool message's content is kept as the agent sent it, never parsed, never an error: its text,
+    or its text and media parts in order (a screenshot tool's, for OpenAI-compatible servers).
 
     A ``name`` is accepted when it is the called function's (instructor sends one with each re-ask):
     the recorded ``toolName`` already says it. Any other name would be lost, so it is refused.
@@ -224,8 +221,8 @@ def _tool_result(message: dict[str, Any], at: str, ids: CallIds) -> dict[str, An
             "leave name out, or send the name of the function called",
             f"{at}.name",
         )
-    text = content_text(message.get("content"), f"{at}.content")
-    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": text}
+    result = _media_content(message, at)
+    return {"type": "tool_result", "toolCallId": call_id, "toolName": name, "result": result}
 
 
 def _assistant(message: dict[str, Any], at: str, ids: CallIds) -> Message:
@@ -275,6 +272,7 @@ def _tool(raw: Any, index: int) -> ToolDefinition:
 # -- responses ---------------------------------------------------------------------------------
 
 
+@several.normalized_per_choice("choices")
 def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     """The ``model_output`` payload for a Chat Completions response body.
 
@@ -296,6 +294,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
     envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
+    envelope["reasoning"] = chat_reasoning(message, "choices[0].message")
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
@@ -369,6 +368,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
 # -- replay ------------------------------------------------------------------------------------
 
 
+@several.synthesized_per_choice(several.join_chat_choices)
 def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The Chat Completions response a replay returns for a recorded output.
 
@@ -392,6 +392,7 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
         "annotations": nested_wire(
             next((p.get("citations", []) for p in recorded.parts if p["type"] == "text"), [])
         ),
+        **reasoning_wire(output.get("reasoning")),
     }
     if recorded.has_calls:
         message["tool_calls"] = [
@@ -426,6 +427,7 @@ def error_body(message: str) -> dict[str, Any]:
 # -- streams -----------------------------------------------------------------------------------
 
 
+@several.collected_per_choice("choices")
 def collect_stream(body: bytes) -> dict[str, Any]:
     """The completion a complete chunk stream adds up to, ready for :func:`normalize_response`.
 
@@ -465,14 +467,14 @@ class _CompletionCollector:
 
     def _choice(self, choice: dict[str, Any], position: int) -> None:
         if choice.get("index", 0) != 0:
-            unsupported("several choices in a stream", "request one choice per call", f"event {position}")
+            unsupported("a stream whose one choice is not index 0", several.INDEX_ADVICE, f"event {position}")
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
         self._logprobs = merge_chat_logprobs(self._logprobs, choice.get("logprobs"))
         delta = require_object(choice.get("delta") or {}, "choices[0].delta", "response")
         for key, value in delta.items():
-            if key in ("content", "refusal") and isinstance(value, str):
-                self._message[key] = (self._message[key] or "") + value
+            if key in JOINED_DELTAS and isinstance(value, str):
+                self._message[key] = (self._message.get(key) or "") + value
             elif key == "tool_calls" and isinstance(value, list):
                 for raw in value:
                     self._tool_call(require_object(raw, "choices[0].delta.tool_calls[0]", "response"))
@@ -509,6 +511,7 @@ class _CompletionCollector:
 _CHUNK_HEAD: Final = ("id", "created", "model", "service_tier", "system_fingerprint")
 
 
+@several.synthesized_per_choice(several.join_chat_streams)
 def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The chunk stream a replay serves for a recorded output, one item per event.
 
@@ -539,6 +542,7 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
         "refusal": "" if refused else None,
     }
     chunks = [chunk(opening)]
+    chunks.extend(chunk(delta) for delta in reasoning_deltas(message))
     key, text = ("refusal", message["refusal"]) if refused else ("content", message["content"] or "")
     logprobs = choice["logprobs"]  # all of them with the first piece
     chunks.extend(chunk({key: bit}, logprobs=None if n else logprobs) for n, bit in enumerate(pieces(text)))

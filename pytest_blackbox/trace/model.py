@@ -124,7 +124,7 @@ Stop = Literal[
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
-Omitted = Literal["candidateIndex", "textLogprobs"]
+Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId"]
 
 
 class _Envelope(TypedDict, total=False):
@@ -132,12 +132,18 @@ class _Envelope(TypedDict, total=False):
 
     ``moderation`` is the OpenAI moderation result (keys in camelCase, category names as sent);
     ``logprobs`` the text's token log probabilities (``token``, ``logprob``, ``bytes``, ``topLogprobs``);
-    ``omitted`` names wire fields this response left out, so a replay leaves them out too.
+    ``omitted`` names wire fields this response left out, so a replay leaves them out too;
+    ``choices`` are the choices after the first of a request for several (Chat ``n``, Gemini
+    ``candidateCount``), each a model output of its own;
+    ``reasoning`` is the reasoning text an OpenAI-compatible server sent beside a Chat answer, by the
+    field it came in (``reasoningContent``, ``reasoning``).
     """
 
     moderation: dict[str, Any]
+    reasoning: dict[str, str]
     logprobs: list[dict[str, Any]]
     omitted: list[Omitted]
+    choices: list[dict[str, Any]]
 
 
 class _FinalAnswerFields(_Envelope):

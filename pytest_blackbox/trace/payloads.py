@@ -29,6 +29,15 @@ def tool_calls_of(payload: Any) -> list[ToolCallRef]:
     return [_call_ref(item) for item in raw]
 
 
+def choice_calls_of(payload: Any) -> list[ToolCallRef]:
+    """Every call of a model output's choices: its own, then those of its other ``choices`` (a request
+    for several), which a replay hands out too."""
+    extra = payload.get("choices") if isinstance(payload, dict) else None
+    return tool_calls_of(payload) + [
+        call for choice in (extra if isinstance(extra, list) else []) for call in tool_calls_of(choice)
+    ]
+
+
 def _call_ref(item: Any) -> ToolCallRef:
     item = item if isinstance(item, dict) else {}
     call_id = item.get("toolCallId")

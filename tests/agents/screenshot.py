@@ -3,9 +3,11 @@
 The model (the fake provider) asks for ``take_screenshot``; the agent answers with the screenshot's
 bytes the way each API takes an image in a tool's answer (an Anthropic ``tool_result`` image block, a
 Responses ``function_call_output`` with ``input_image``, a Gemini user turn holding the
-``functionResponse`` and an ``inlineData`` part; Chat tool messages take only text, so the image
-follows in a user message). The screenshot function is the agent's own, not a wrapped tool: its
-bytes reach the cassette only through the request, as media parts.
+``functionResponse`` and an ``inlineData`` part; OpenAI's Chat tool messages take only text, so the
+image follows in a user message). The ``…/tool`` variants put the image in the tool's answer itself:
+a Chat tool message's ``image_url`` part (as OpenAI-compatible servers take it) and a Gemini 3
+multimodal function response (``functionResponse.parts``). The screenshot function is the agent's
+own, not a wrapped tool: its bytes reach the cassette only through the request, as media parts.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pytest_blackbox.testing import FakeProvider
 
 from .loop import settle
 
-PROTOCOLS = ("anthropic", "openai_chat", "openai_responses", "gemini")
+PROTOCOLS = ("anthropic", "openai_chat", "openai_responses", "gemini", "openai_chat/tool", "gemini/tool")
 PROMPT = "What does this logo show, and what is on my screen?"
 ANSWER = "A red square; the screen shows a login form."
 TOOL = "take_screenshot"
@@ -32,6 +34,7 @@ SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 def script(fake: FakeProvider, protocol: str) -> None:
     """The model's two answers: call ``take_screenshot``, then :data:`ANSWER`."""
+    protocol = protocol.removesuffix("/tool")
     if protocol == "anthropic":
         fake.queue_anthropic_tool_calls([(TOOL, {})])
         fake.queue_anthropic_text(ANSWER)
@@ -57,7 +60,12 @@ class ScreenshotAgent:
     screen: bytes | None
 
     async def run(self) -> str:
-        return str(await getattr(self, f"_{self.protocol}")())
+        return str(await getattr(self, f"_{self.protocol.removesuffix('/tool')}")())
+
+    @property
+    def in_tool(self) -> bool:
+        """Whether the screenshot goes in the tool's answer itself (the ``…/tool`` variants)."""
+        return self.protocol.endswith("/tool")
 
     def _b64(self, data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")
@@ -134,10 +142,12 @@ class ScreenshotAgent:
                     return str(message.content)
                 messages.append(message.model_dump(exclude_none=True))
                 for call in message.tool_calls:
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": "the screen follows"}
-                    )
-                if self.screen is not None:
+                    content: Any = "the screen follows"
+                    if self.in_tool and self.screen is not None:
+                        image = {"type": "image_url", "image_url": {"url": self._uri(self.screen)}}
+                        content = [{"type": "text", "text": "the screen:"}, image]
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                if self.screen is not None and not self.in_tool:
                     image = {"type": "image_url", "image_url": {"url": self._uri(self.screen)}}
                     messages.append({"role": "user", "content": [image]})
             return "gave up"
@@ -198,11 +208,8 @@ class ScreenshotAgent:
                 if not calls:
                     return str(reply.text)
                 contents.append(reply.candidates[0].content)
-                parts = [
-                    types.Part.from_function_response(name=call.name or "", response={"ok": True})
-                    for call in calls
-                ]
-                if self.screen is not None:
+                parts = [self._gemini_answer(call.name or "") for call in calls]
+                if self.screen is not None and not self.in_tool:
                     parts.append(types.Part(inline_data=types.Blob(mime_type="image/png", data=self.screen)))
                 contents.append(types.Content(role="user", parts=parts))
             return "gave up"
@@ -211,3 +218,13 @@ class ScreenshotAgent:
                 await client.aio.aclose()
             else:
                 client.close()
+
+    def _gemini_answer(self, name: str) -> types.Part:
+        """The function response; with the screenshot in its ``parts`` for the ``gemini/tool`` variant."""
+        if not self.in_tool or self.screen is None:
+            return types.Part.from_function_response(name=name, response={"ok": True})
+        blob = types.FunctionResponseBlob(mime_type="image/png", data=self.screen)
+        response = types.FunctionResponse(
+            name=name, response={"ok": True}, parts=[types.FunctionResponsePart(inline_data=blob)]
+        )
+        return types.Part(function_response=response)

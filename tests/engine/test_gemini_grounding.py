@@ -1,4 +1,4 @@
-"""Gemini googleSearch through the real google-genai SDK: the grounding metadata comes back offline.
+"""Gemini googleSearch and urlContext through the real google-genai SDK: their metadata comes back offline.
 
 Recorded against the fake provider (plain, streamed, sync and async), replayed with no request
 reaching it and no key in the environment; a changed search tool setting is a divergence.
@@ -34,10 +34,23 @@ GROUNDING: Any = {
 }
 
 
-def ask(base_url: str, flavor: str, search: types.GoogleSearch | None = None) -> Any:
-    """One grounded question; the candidate the SDK handed back, as JSON."""
+URL_CONTEXT: Any = {
+    "urlMetadata": [
+        {"retrievedUrl": "https://w.example/paris", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"}
+    ]
+}
+
+
+def ask(base_url: str, flavor: str, search: types.GoogleSearch | None = None, *, urls: bool = False) -> Any:
+    """One grounded question (``urls``: about a page, with urlContext); the candidate the SDK
+    handed back, as JSON."""
     client = genai.Client(api_key="not-a-key", http_options=types.HttpOptions(base_url=base_url))
-    config = types.GenerateContentConfig(tools=[types.Tool(google_search=search or types.GoogleSearch())])
+    tool = (
+        types.Tool(url_context=types.UrlContext())
+        if urls
+        else types.Tool(google_search=search or types.GoogleSearch())
+    )
+    config = types.GenerateContentConfig(tools=[tool])
     options: Any = {"model": "gemini-2.5-flash", "contents": "Weather in Paris?", "config": config}
 
     async def call() -> Any:
@@ -114,3 +127,36 @@ def test_a_changed_search_setting_diverges_naming_it(
     assert error.path is not None and error.path.startswith("tools[0]")
     assert fake_provider.requests == []
     session.discard()
+
+
+def test_the_url_context_metadata_is_recorded_and_given_back_offline(
+    flavor: str,
+    tmp_path: Path,
+    fake_provider: FakeProvider,
+    sessions: Callable[..., Session],
+    clean_env: pytest.MonkeyPatch,
+    network_guard: NetworkGuard,
+) -> None:
+    path = tmp_path / "urls.json"
+    with FakeProvider() as fake:
+        fake.queue_gemini_text("The page says sunny.", url_context=URL_CONTEXT)
+        with blackbox(mode="record", out=path) as session:
+            live = ask(fake.gemini_base_url, flavor, urls=True)
+            session.finish(result="done")
+    steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+    assert steps[0]["payload"]["tools"] == [
+        {"name": "urlContext", "description": "", "builtin": "urlContext"}
+    ]
+    assert steps[1]["payload"]["content"][0] == {
+        "type": "server_tool_result",
+        "toolCallId": "server-0",
+        "toolName": "urlContext",
+        "result": URL_CONTEXT,
+    }
+    session = sessions(mode="replay", cassette=path)
+    attempts = network_guard.block()
+    replayed = ask(fake_provider.gemini_base_url, flavor, urls=True)
+    session.finish(result="done")
+    assert replayed == live
+    assert replayed["url_context_metadata"]["url_metadata"][0]["retrieved_url"] == "https://w.example/paris"
+    assert fake_provider.requests == [] and attempts == []

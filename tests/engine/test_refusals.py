@@ -22,7 +22,10 @@ STRICT_TOOL = {
 }
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "anthropic": ({"extra_tools": [STRICT_TOOL]}, "strict: true on a tool is not supported yet"),
-    "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),
+    "openai": (
+        {"extra": {"functions": [{"name": "f", "parameters": {}}]}},
+        "the legacy functions request field is not supported yet",
+    ),
 }
 
 

@@ -43,7 +43,7 @@ NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
     "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[], "
-    "media='digest'|'inline')"
+    "media='digest'|'inline', drop_fields=[])"
 )
 #: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")

@@ -256,6 +256,10 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
             "live_model_input) -> None | str",
         ),
         ("media='bytes'", 'media=\'bytes\' must be one of "digest", "inline"'),
+        (
+            "drop_fields=[3]",
+            "drop_fields=[3] must be a list of response field paths such as choices[].message.foo",
+        ),
     ],
     ids=lambda value: value.split("=")[0] if "=" in value and len(value) < 60 else "",
 )
@@ -276,7 +280,7 @@ def test_bad_marker_values_are_a_usage_error(bare_dir: pytest.Pytester, marker: 
 
 FIXTURE_USAGE = (
     "usage: blackbox_config returns a dict with any of the keys cassette_dir, record_mode, match, ignore, "
-    "normalize, redact, secrets, allowed_hosts, media"
+    "normalize, redact, secrets, allowed_hosts, media, drop_fields"
 )
 
 
@@ -393,6 +397,24 @@ def test_allowed_hosts_from_the_command_line_add_to_the_tests_own(pytester: pyte
         "--blackbox-allowed-hosts=a,b",
     )
     assert settings.allowed_hosts == ("db.internal", "a", "b")
+
+
+def test_drop_fields_from_the_command_line_add_to_the_tests_own(pytester: pytest.Pytester) -> None:
+    """Indexes are read as any index, the way a refusal's path is pasted into the setting."""
+    settings = _settings(
+        pytester,
+        "drop_fields=['choices[0].message.x_new']",
+        {"drop_fields": ["ignored"]},
+        "--blackbox-drop-fields=x_top,choices[].delta.x_new",
+    )
+    assert settings.drop_fields == ("choices[].message.x_new", "x_top", "choices[].delta.x_new")
+
+
+def test_drop_fields_from_the_ini_are_one_per_line_or_comma_separated(pytester: pytest.Pytester) -> None:
+    pytester.makeini(f"{INNER_INI}blackbox_drop_fields =\n    x_groq, usage.queue_time\n    provider\n")
+    module = pytester.getmodulecol("def test_x():\n    pass\n")
+    [item] = pytester.genitems([module])
+    assert resolve_settings(item).drop_fields == ("x_groq", "usage.queue_time", "provider")
 
 
 @pytest.mark.parametrize(

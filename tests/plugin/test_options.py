@@ -154,6 +154,11 @@ def test_typo():
             "blackbox_media = raw",
             """bad ini value: blackbox_media='raw' must be one of "digest", "inline\"""",
         ),
+        (
+            "blackbox_drop_fields = choices[x]",
+            "bad ini value: blackbox_drop_fields='choices[x]' must be a list of response field paths "
+            "such as choices[].message.foo",
+        ),
     ],
 )
 def test_bad_ini_values_are_a_usage_error(pytester: pytest.Pytester, line: str, message: str) -> None:

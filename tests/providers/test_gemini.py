@@ -319,6 +319,22 @@ def test_function_response_values(value: Any, expected: dict[str, Any]) -> None:
     assert result == {"type": "tool_result", "toolCallId": "call-0", "toolName": "f", **expected}
 
 
+def test_a_multimodal_function_response_is_its_response_then_its_media() -> None:
+    blob = {"mimeType": "image/png", "data": "iVBORw==", "displayName": "screen.png"}
+    response = {"name": "shot", "response": {"ok": True, "at": 1}, "parts": [{"inlineData": blob}]}
+    body = request(user(text("q")), model(call("shot", {})), user({"functionResponse": response}))
+    payload: Any = gemini.normalize_request(body, CallIds())
+    result = payload["messages"][2]["content"][0]["result"]
+    assert result[0] == {"type": "text", "text": '{"at":1,"ok":true}'}
+    assert result[1]["type"] == "media" and result[1]["kind"] == "image" and result[1]["name"] == "screen.png"
+    assert result[1]["byteLength"] == 4
+    empty = {**response, "response": {}}
+    payload = gemini.normalize_request(
+        request(user(text("q")), model(call("shot", {})), user({"functionResponse": empty})), CallIds()
+    )
+    assert [part["type"] for part in payload["messages"][2]["content"][0]["result"]] == ["media"]
+
+
 def test_function_responses_without_ids_answer_the_calls_before_them_by_name_in_order() -> None:
     """Automatic function calling answers with name and value only, in the calls' order."""
     body = request(
@@ -460,15 +476,36 @@ REQUEST_REFUSALS = [
         id="image-unknown-field",
     ),
     pytest.param(
-        request(user(text("q")), model({"executableCode": {"code": "print(1)", "language": "PYTHON"}})),
-        '"executableCode" parts is not supported yet; code execution runs on Google\'s servers and is not '
-        "recorded; run code in a wrapped tool (contents[1].parts[0].executableCode)",
-        id="code-execution",
+        request(
+            user(text("q")), model({"executableCode": {"code": "print(1)", "language": "PYTHON", "x": 1}})
+        ),
+        'the field "x" of the executableCode part is not supported yet; it is not recorded in this version, '
+        "so a replay could not give it back (contents[1].parts[0].executableCode.x)",
+        id="code-execution-unknown-field",
     ),
     pytest.param(
-        request(tools=[{"codeExecution": {}}]),
-        "the codeExecution tool is not supported yet; only function declarations (client-executed tools) can "
-        "be recorded in this version; do the work in a wrapped tool (tools[0].codeExecution)",
+        request(user({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "1"}})),
+        "a codeExecutionResult part in a user content is not supported yet; function calls and code "
+        "execution belong in model contents (contents[0].parts[0])",
+        id="code-result-from-user",
+    ),
+    pytest.param(
+        request(
+            user(text("q")),
+            model(
+                {"executableCode": {"code": "print(1)", "language": "PYTHON", "id": "c1"}},
+                {"executableCode": {"code": "print(2)", "language": "PYTHON"}},
+            ),
+        ),
+        "code execution parts with and without an id in one turn is not supported yet; a replay gives ids "
+        "to all of them or to none (contents[1])",
+        id="code-ids-mixed",
+    ),
+    pytest.param(
+        request(tools=[{"computerUse": {"environment": "ENVIRONMENT_BROWSER"}}]),
+        "the computerUse tool is not supported yet; only function declarations and the googleSearch, "
+        "urlContext and codeExecution tools can be recorded in this version; do the work in a wrapped tool "
+        "(tools[0].computerUse)",
         id="server-tool",
     ),
     pytest.param(
@@ -483,12 +520,6 @@ REQUEST_REFUSALS = [
         id="cached-content",
     ),
     pytest.param(request(continuationToken="dG9r"), "(continuationToken)", id="continuation"),
-    pytest.param(
-        request(generationConfig={"candidateCount": 2}),
-        "candidateCount other than 1 is not supported yet; a replay returns one candidate "
-        "(generationConfig.candidateCount)",
-        id="candidates",
-    ),
     pytest.param(
         request(generationConfig={"responseLogprobs": True, "logprobs": 3}),
         "log probabilities is not supported yet; it is not recorded in this version, so a replay could not "
@@ -515,8 +546,8 @@ REQUEST_REFUSALS = [
     ),
     pytest.param(
         request(user(call("f", {}))),
-        "a functionCall part in a user content is not supported yet; function calls belong in model contents "
-        "(contents[0].parts[0])",
+        "a functionCall part in a user content is not supported yet; function calls and code execution "
+        "belong in model contents (contents[0].parts[0])",
         id="call-from-user",
     ),
     pytest.param(
@@ -538,10 +569,15 @@ REQUEST_REFUSALS = [
         id="two-responses-for-one-call",
     ),
     pytest.param(
-        request(user({"functionResponse": {"name": "f", "response": {}, "parts": [{"inlineData": {}}]}})),
-        "parts in a functionResponse is not supported yet; it is not recorded in this version, so a replay "
-        "could not give it back (contents[0].parts[0].functionResponse.parts)",
-        id="multimodal-function-response",
+        request(
+            user(
+                {"functionResponse": {"name": "f", "response": {}, "parts": [{"videoMetadata": {"fps": 1}}]}}
+            )
+        ),
+        'the field "videoMetadata" of a functionResponse part is not supported yet; it is not recorded in '
+        "this version, so a replay could not give it back (contents[0].parts[0].functionResponse.parts[0]."
+        "videoMetadata)",
+        id="function-response-part-field",
     ),
     pytest.param(
         request(user({"functionResponse": {"name": "f", "response": {}, "will_continue": True}})),
@@ -697,12 +733,6 @@ RESPONSE_REFUSALS = [
         'a blocked prompt (blockReason "SAFETY")',
         "(promptFeedback.blockReason)",
         id="blocked-prompt",
-    ),
-    pytest.param(
-        {"candidates": [response(text("a"))["candidates"][0]] * 2},
-        "more than one candidate",
-        "(candidates)",
-        id="two",
     ),
     pytest.param(
         {

@@ -33,6 +33,8 @@ STREAMING_NOW_SUPPORTED = frozenset({"anthropic-reject-stream", "openai-reject-s
 MEDIA_NOW_SUPPORTED = frozenset({"openai-reject-image-part"})
 #: It records provider-defined tools (``builtin`` with their ``settings``), so a server tool is recorded.
 SERVER_TOOLS_NOW_SUPPORTED = frozenset({"anthropic-reject-server-tool"})
+#: It records several choices per request (``params.choiceCount``, the others in ``choices``).
+CHOICES_NOW_SUPPORTED = frozenset({"openai-reject-n-2"})
 
 
 def _at(body: Any, path: str) -> Any:
@@ -72,6 +74,8 @@ def _check(vector: dict[str, Any], ids: CallIds) -> None:
     elif vector["name"] in SERVER_TOOLS_NOW_SUPPORTED:
         [tool] = provider.normalize_request(given, ids)["tools"]
         assert tool == {"name": "web_search", "description": "", "builtin": "web_search_20250305"}
+    elif vector["name"] in CHOICES_NOW_SUPPORTED:
+        assert provider.normalize_request(given, ids)["params"] == {"choiceCount": 2}
     else:
         assert direction == "request_rejected"
         with pytest.raises(BlackboxUnsupportedError) as caught:

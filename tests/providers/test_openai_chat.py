@@ -354,9 +354,12 @@ def test_a_schema_with_a_usage_property_records() -> None:
     assert params == {"responseFormat": response_format}
 
 
+def test_several_choices_are_recorded_as_a_choice_count_and_one_is_left_out() -> None:
+    assert openai_chat.normalize_request(request(n=3), CallIds())["params"] == {"choiceCount": 3}
+    assert "params" not in openai_chat.normalize_request(request(n=1), CallIds())
+
+
 REQUEST_REFUSALS = [
-    pytest.param({"n": 2}, "n > 1 (several choices per request) is not supported yet", "(n)", id="n-2"),
-    pytest.param({"n": 0}, "n > 1 (several choices per request)", "(n)", id="n-0"),
     pytest.param(
         {"modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}},
         "the audio request field (audio output) is not supported yet",

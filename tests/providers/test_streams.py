@@ -733,11 +733,12 @@ def test_chat_streams_without_a_whole_answer_are_refused(events: list[Any], prob
     assert message == f"{problem}; the call did not complete, so it is not recorded"
 
 
-def test_a_second_choice_in_a_stream_is_refused() -> None:
+def test_a_stream_whose_one_choice_is_not_numbered_0_is_refused() -> None:
     name, data = live_chunk({"content": "x"})
     data["choices"][0]["index"] = 1
     assert refusal_message(lambda: openai_chat.collect_stream(sse((name, data)))) == (
-        "several choices in a stream is not supported yet; request one choice per call (event 0)"
+        "a stream whose one choice is not index 0 is not supported yet; a replay numbers the choices from 0, "
+        "as the API does (event 0)"
     )
 
 

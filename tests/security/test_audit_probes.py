@@ -439,7 +439,10 @@ def test_5_the_default_fork_output_linked_to_the_parent_is_refused(
 #: A field of the refused table for each provider: (agent options that send it, the message's start).
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "anthropic": ({"tool_fields": {"strict": True}}, "strict: true on a tool is not supported yet"),
-    "openai": ({"extra": {"n": 2}}, "n > 1 (several choices per request) is not supported yet"),
+    "openai": (
+        {"extra": {"functions": [{"name": "f", "parameters": {}}]}},
+        "the legacy functions request field is not supported yet",
+    ),
 }
 
 

@@ -190,6 +190,16 @@ BAD_SHAPES: list[tuple[Callable[[dict[str, Any]], None], str, str]] = [
     ),
     (_set("/steps/5/payload/text", ["x"]), "/steps/5/payload/text", "must be a string"),
     (
+        _set("/steps/5/payload/reasoning", {"reasoningContent": 3}),
+        "/steps/5/payload/reasoning/reasoningContent",
+        "must be a string",
+    ),
+    (
+        _set("/steps/5/payload/reasoning", {"thought": "x"}),
+        "/steps/5/payload/reasoning",
+        "has a field the format does not allow (allowed: reasoningContent, reasoning)",
+    ),
+    (
         _set("/steps/0/payload/messages/0/role", "system"),
         "/steps/0/payload/messages/0/role",
         'must be one of "user", "assistant"',

@@ -269,3 +269,16 @@ def test_short_values_are_open_long_ones_folded_and_huge_ones_cut() -> None:
     cut = row(huge, 3)
     assert cut.one("pre").text() == "z" * VALUE_CAP + "…"
     assert re.fullmatch(r"1,000 more characters not shown; .*", cut.one("p", "note").text())
+
+
+def test_the_other_choices_of_a_request_for_several_follow_the_first() -> None:
+    recorder = TraceRecorder("choices", 1000)
+    recorder.append("model_input", {"messages": [{"role": "user", "content": "hi"}], "tools": []}, 1000)
+    call = {"toolCallId": "call-0", "toolName": "lookup", "toolInput": {"city": "Paris"}}
+    choices = [{"type": "tool_calls", "calls": [call]}, {"type": "final_answer", "text": "Rainy."}]
+    recorder.append("model_output", {"type": "final_answer", "text": "Sunny.", "choices": choices}, 1001)
+    page = parse_page(render_run_html(recorder.trace()))
+    notes = [node.text() for node in page.find_all("p", "note")]
+    assert [note for note in notes if note.startswith("choice")] == ["choice 2", "choice 3"]
+    assert [node.text() for node in page.find_all("span", "label")][-2:] == ["final answer", "final answer"]
+    assert meta(page)["Extensions"].startswith("stops, choices, logprobs and moderation")

@@ -28,9 +28,10 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...trace.model import ModelInput, ModelOutput
+from ..choices import choice_outputs
 from ..common import CallIds, ReplayArgs, read_output
 from . import request
-from .parts import Conversation
+from .parts import CODE_TOOL, CodeIds, Conversation, bind_calls
 from .response import collect_stream as collect_stream
 from .response import normalize_response as normalize_response
 from .synthesis import error_body as error_body
@@ -122,11 +123,20 @@ class GeminiCall:
         return self.stream
 
     def _bind_replayed(self, output: Any) -> None:
-        """Bind a replayed answer's calls to their place, as recording did, for id-less histories."""
+        """Bind a replayed answer's calls and code execution to their place, as recording did, for
+        id-less histories."""
         if self._ids is None or self._conversation is None:
             return
-        for position, call in enumerate(read_output(output).calls):
-            self._ids.bind(self._conversation.call_key(position), call["toolCallId"], call["toolName"])
+        recorded = read_output(output)
+        bind_calls(self._ids, self._conversation, choice_outputs(output))
+        if "codeExecutionId" not in recorded.omitted:
+            return  # the replay sends the ids, which the history then carries
+        code = CodeIds(self._ids, self._conversation, answer=True)
+        for part in recorded.parts:
+            if part.get("toolName") == CODE_TOOL and part["type"] == "server_tool_use":
+                code.use(None, part["toolCallId"])
+            elif part.get("toolName") == CODE_TOOL and part["type"] == "server_tool_result":
+                code.result(None, part["toolCallId"])
 
 
 def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:

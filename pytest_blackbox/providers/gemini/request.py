@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ...trace.canonical import canonical_json
 from ...trace.model import Message, ModelInput, ToolDefinition
 from ..common import (
     CallIds,
@@ -24,7 +25,17 @@ from ..common import (
 )
 from ..content import builtin_tool
 from ..media import GEMINI_MEDIA, gemini_media, message_content
-from .parts import NOT_RECORDED, Conversation, content_parts, function_call, wire_field
+from .parts import (
+    CODE_PARTS,
+    NOT_RECORDED,
+    CodeIds,
+    Conversation,
+    Item,
+    content_parts,
+    read_item,
+    turn_parts,
+    wire_field,
+)
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``toolConfig``,
 #: ``responseFormat`` and ``safetySettings`` are gathered from outside ``generationConfig`` first.
@@ -41,16 +52,18 @@ _PARAMS: Final = (
     ("presencePenalty", "presencePenalty"),
     ("frequencyPenalty", "frequencyPenalty"),
     ("safetySettings", "safetySettings"),
+    ("candidateCount", "choiceCount"),
 )
 #: The structured-output fields, recorded together as ``params.responseFormat``.
 _RESPONSE_FORMAT: Final = ("responseMimeType", "responseSchema", "responseJsonSchema")
 _MODEL_ADVICE: Final = "a model content is recorded as its text and function calls"
 _TEXT_OUTPUT_ADVICE: Final = "only text output can be recorded in this version"
-#: Built-in tools whose results a response carries as candidate metadata, recorded (docs/providers.md).
-_BUILTINS: Final = ("googleSearch", "urlContext")
+#: Built-in tools, recorded: their results come as candidate metadata or as code execution parts
+#: (docs/providers.md).
+_BUILTINS: Final = ("googleSearch", "urlContext", "codeExecution")
 _SERVER_TOOL_ADVICE: Final = (
-    "only function declarations (client-executed tools) can be recorded in this version; "
-    "do the work in a wrapped tool"
+    "only function declarations and the googleSearch, urlContext and codeExecution tools can be "
+    "recorded in this version; do the work in a wrapped tool"
 )
 
 
@@ -129,29 +142,32 @@ def _model_turn(
     members: list[tuple[str, dict[str, Any]]], ids: CallIds, conversation: Conversation
 ) -> tuple[Message, list[_OpenCall]]:
     """An assistant message as a replay returns one: its text (pieces joined as they arrived), then
-    its calls. ``google-genai`` joins a response's text parts with nothing in between, so do we."""
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    its calls; its parts in order when it holds code execution. ``google-genai`` joins a response's
+    text parts with nothing in between, so do we."""
+    items: list[Item] = []
     for at, content in members:
         for where, kind, value in content_parts(content, at, "request"):
-            if kind == "text":
-                texts.append(value)
-            elif kind == "functionCall":
-                provider_id, name, args = function_call(value, f"{where}.functionCall", "request")
-                key = provider_id if provider_id is not None else conversation.call_key(len(calls))
-                call_id = ids.neutral(key, name)
-                calls.append({"type": "tool_use", "toolCallId": call_id, "toolName": name, "toolInput": args})
-            else:
+            if kind in GEMINI_MEDIA or kind == "functionResponse":
                 home = "function responses belong in user contents"
                 unsupported(
                     f"a {kind} part in a model content",
                     home if kind == "functionResponse" else _MODEL_ADVICE,
                     where,
                 )
-    text = "".join(texts)
-    if not calls:
+            items.append(read_item(where, kind, value, "request"))
+
+    def call_id(position: int, provider_id: str | None, name: str) -> str:
+        return ids.neutral(provider_id if provider_id is not None else conversation.call_key(position), name)
+
+    parts = turn_parts(items, CodeIds(ids, conversation, answer=False), call_id, members[0][0])
+    calls = [part for part in parts if part["type"] == "tool_use"]
+    text = "".join(part["text"] for part in parts if part["type"] == "text")
+    if any(kind in CODE_PARTS for kind, _ in items):
+        blocks = parts
+    elif not calls:
         return {"role": "assistant", "content": text}, []
-    blocks = ([{"type": "text", "text": text}] if text else []) + calls
+    else:
+        blocks = ([{"type": "text", "text": text}] if text else []) + calls
     return {"role": "assistant", "content": blocks}, [
         _OpenCall(call["toolCallId"], call["toolName"]) for call in calls
     ]
@@ -173,29 +189,56 @@ def _user_turn(
                 parts.append(gemini_media(kind, value, where))
             else:
                 unsupported(
-                    "a functionCall part in a user content", "function calls belong in model contents", where
+                    f"a {kind} part in a user content",
+                    "function calls and code execution belong in model contents",
+                    where,
                 )
     return {"role": "user", "content": message_content(parts)}
 
 
 def _tool_result(value: Any, at: str, ids: CallIds, answerable: list[_OpenCall]) -> dict[str, Any]:
     response = require_object(value, at)
-    for key in ("parts", "willContinue", "scheduling"):
+    for key in ("willContinue", "scheduling"):
         if wire_field(response, key):
             unsupported(f"{key} in a functionResponse", NOT_RECORDED, f"{at}.{key}")
+    media = _response_media(wire_field(response, "parts"), f"{at}.parts")
     name = require_str(response.get("name"), f"{at}.name")
-    call_id = _answered_call(response.get("id") or None, name, at, ids, answerable)
     result = response.get("response")
     if result is None:
         result = {}
     if not isinstance(result, dict):
         malformed(f"{at}.response", "a JSON object")
+    call_id = _answered_call(response.get("id") or None, name, at, ids, answerable)
     part: dict[str, Any] = {"type": "tool_result", "toolCallId": call_id, "toolName": name}
-    if list(result) == ["error"] and isinstance(result["error"], str):
+    if media:
+        part["result"] = ([{"type": "text", "text": canonical_json(result)}] if result else []) + media
+    elif list(result) == ["error"] and isinstance(result["error"], str):
         part["error"] = result["error"]
     else:
         part["result"] = json_copy(result)
     return part
+
+
+def _response_media(raw: Any, at: str) -> list[dict[str, Any]]:
+    """The media parts of a multimodal function response (``parts``: ``inlineData`` / ``fileData``)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        malformed(at, "a list")
+    media = []
+    for index, item in enumerate(raw):
+        where = f"{at}[{index}]"
+        fields = require_object(item, where)
+        kinds = [key for key in GEMINI_MEDIA if wire_field(fields, key) is not None]
+        for key, field in fields.items():
+            if _camel(key) not in GEMINI_MEDIA and field is not None:
+                unsupported(
+                    f"the field {label(key)} of a functionResponse part", NOT_RECORDED, f"{where}.{key}"
+                )
+        if len(kinds) != 1:
+            malformed(where, "a part with one of inlineData, fileData")
+        media.append(gemini_media(kinds[0], wire_field(fields, kinds[0]), where))
+    return media
 
 
 def _answered_call(provider_id: Any, name: str, at: str, ids: CallIds, answerable: list[_OpenCall]) -> str:
@@ -280,6 +323,8 @@ def _params(request: dict[str, Any]) -> dict[str, Any] | None:
     config = {} if raw is None else require_object(raw, "generationConfig")
     _refuse_config(config)
     controls = dict(config)
+    if controls.get("candidateCount") == 1:
+        del controls["candidateCount"]  # the default, left out as a cassette of one candidate has it
     controls["toolConfig"] = _tool_config(wire_field(request, "toolConfig"))
     controls["safetySettings"] = wire_field(request, "safetySettings")
     response_format = {key: config[key] for key in _RESPONSE_FORMAT if config.get(key) is not None}
@@ -289,8 +334,6 @@ def _params(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def _refuse_config(config: dict[str, Any]) -> None:
     at = "generationConfig"
-    if config.get("candidateCount") not in (None, 1):
-        unsupported("candidateCount other than 1", "a replay returns one candidate", f"{at}.candidateCount")
     if config.get("responseLogprobs") or config.get("logprobs") is not None:
         key = "responseLogprobs" if config.get("responseLogprobs") else "logprobs"
         unsupported("log probabilities", NOT_RECORDED, f"{at}.{key}")

@@ -5,9 +5,11 @@ See docs/providers.md#google-gemini-google-genai.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from ...trace.model import ModelOutput, Omitted, Stop, ToolCallRef
+from .. import choices as several
 from ..common import (
     CallIds,
     final_answer,
@@ -19,10 +21,20 @@ from ..common import (
     tool_calls_output,
     unsupported,
 )
-from ..content import ordered_output, server_result, text_part
+from ..content import ordered_output, server_result
 from ..envelope import with_envelope
 from ..sse import event_object, parse_events, stream_problem
-from .parts import NOT_RECORDED, Conversation, content_parts, function_call
+from .parts import (
+    CODE_PARTS,
+    NOT_RECORDED,
+    CodeIds,
+    Conversation,
+    Item,
+    bind_calls,
+    content_parts,
+    read_item,
+    turn_parts,
+)
 
 #: Wire finish reason → neutral stop (a replay sends each back as the reason it came from).
 FINISH_REASONS: Final[dict[str, Stop | None]] = {
@@ -50,12 +62,22 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
 
     Everything is checked before an id is assigned, so a refused response assigns no ``call-N``.
     Each call is bound to its place after ``conversation`` (the request's messages), so a later
-    history without ids finds it; without a conversation, id-less calls get new ids only.
+    history without ids finds it; without a conversation, id-less calls get new ids only. Built-in
+    tools' results (candidate metadata, code execution parts) make the output's ``content`` ordered.
     """
     response = require_object(body, "the response body", "response")
+    candidates = response.get("candidates")
+    if isinstance(candidates, list) and len(candidates) > 1:  # candidateCount > 1
+        ones = several.split_choices(response, "candidates")
+        outputs = [
+            normalize_response(one, ids, conversation if n == 0 else None) for n, one in enumerate(ones)
+        ]
+        if conversation is not None:
+            bind_calls(ids, conversation, list(outputs))
+        return several.with_choices(outputs)
     candidate = _candidate(response)
-    text, calls = _response_content(candidate)
-    stop = _stop(candidate.get("finishReason"), has_calls=bool(calls))
+    items = _response_content(candidate)
+    stop = _stop(candidate.get("finishReason"), has_calls=any(kind == "functionCall" for kind, _ in items))
     for field in _SERVER_CANDIDATE_FIELDS:
         if candidate.get(field) is not None:
             unsupported(f"{field} in a response", NOT_RECORDED, f"candidates[0].{field}")
@@ -64,22 +86,42 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
         for field, tool in METADATA_TOOLS.items()
         if candidate.get(field) is not None
     ]
-    neutral_calls: list[ToolCallRef] = []
-    for position, (provider_id, name, args) in enumerate(calls):
-        call_id = ids.neutral(provider_id, name) if provider_id is not None else ids.fresh()
+
+    def call_id(position: int, provider_id: str | None, name: str) -> str:
+        neutral = ids.neutral(provider_id, name) if provider_id is not None else ids.fresh()
         if conversation is not None:
-            ids.bind(conversation.call_key(position), call_id, name)
-        neutral_calls.append({"toolCallId": call_id, "toolName": name, "toolInput": args})
-    omitted: tuple[Omitted, ...] = () if "index" in candidate else ("candidateIndex",)
-    if results:
-        found = [{**result, "toolCallId": ids.fresh_server()} for result in results]
-        texts = [text_part(text)] if text else []
-        parts = found + texts + [{"type": "tool_use", **call} for call in neutral_calls]
-        return with_envelope(ordered_output(parts, stop), omitted=omitted)
-    if neutral_calls:
-        calls_output = tool_calls_output(neutral_calls, text, "length" if stop == "length" else None)
-        return with_envelope(calls_output, omitted=omitted)
+            ids.bind(conversation.call_key(position), neutral, name)
+        return neutral
+
+    code = CodeIds(ids, conversation, answer=True)
+    if not results and not any(kind in CODE_PARTS for kind, _ in items):
+        return _plain_output(items, call_id, stop, _omitted(candidate, code))
+    found = [{**result, "toolCallId": ids.fresh_server()} for result in results]
+    parts = found + turn_parts(items, code, call_id, "candidates[0].content")
+    return with_envelope(ordered_output(parts, stop), omitted=_omitted(candidate, code))
+
+
+def _plain_output(
+    items: list[Item], call_id: Callable[[int, str | None, str], str], stop: Stop | None, omitted: Any
+) -> ModelOutput:
+    """A response of text and function calls: the text joined, then the calls (as every reader expects)."""
+    text = "".join(value for kind, value in items if kind == "text")
+    calls: list[ToolCallRef] = []
+    for position, (provider_id, name, args) in enumerate(v for kind, v in items if kind == "functionCall"):
+        calls.append(
+            {"toolCallId": call_id(position, provider_id, name), "toolName": name, "toolInput": args}
+        )
+    if calls:
+        return with_envelope(
+            tool_calls_output(calls, text, "length" if stop == "length" else None), omitted=omitted
+        )
     return with_envelope(final_answer(text, stop), omitted=omitted)
+
+
+def _omitted(candidate: dict[str, Any], code: CodeIds) -> tuple[Omitted, ...]:
+    """The wire fields this response left out that a replay otherwise sends."""
+    omitted: tuple[Omitted, ...] = () if "index" in candidate else ("candidateIndex",)
+    return omitted + (("codeExecutionId",) if code.without_id else ())
 
 
 def _candidate(response: dict[str, Any]) -> dict[str, Any]:
@@ -94,26 +136,20 @@ def _candidate(response: dict[str, Any]) -> dict[str, Any]:
                 "promptFeedback.blockReason",
             )
         malformed("candidates", "a list with one candidate", "response")
-    if len(candidates) > 1:
-        unsupported("more than one candidate", "a replay returns one; leave candidateCount out", "candidates")
     return require_object(candidates[0], "candidates[0]", "response")
 
 
-def _response_content(candidate: dict[str, Any]) -> tuple[str, list[tuple[str | None, str, Any]]]:
+def _response_content(candidate: dict[str, Any]) -> list[Item]:
     content = candidate.get("content")
     if content is None:
-        return "", []
+        return []
     at = "candidates[0].content"
-    texts: list[str] = []
-    calls: list[tuple[str | None, str, Any]] = []
+    items: list[Item] = []
     for where, kind, value in content_parts(require_object(content, at, "response"), at, "response"):
-        if kind == "text":
-            texts.append(value)
-        elif kind == "functionCall":
-            calls.append(function_call(value, f"{where}.functionCall", "response"))
-        else:
+        if kind == "functionResponse":
             unsupported("a functionResponse part in a response", "a model answers with text and calls", where)
-    return "".join(texts), calls
+        items.append(read_item(where, kind, value, "response"))
+    return items
 
 
 def _stop(reason: Any, *, has_calls: bool) -> Stop | None:
@@ -145,6 +181,9 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     other fields (the finish reason) and the response's own fields are the last ones sent. An
     ``error`` chunk, or a stream that ends before a finish reason, is refused.
     """
+    streams = several.split_stream(body, "candidates")
+    if streams is not None:  # candidateCount > 1
+        return several.join_choices([collect_stream(stream) for stream in streams], "candidates")
     response: dict[str, Any] = {}
     candidate: dict[str, Any] | None = None
     indexed = False  # whether the chunks number their candidate (the API may leave index out)
@@ -162,7 +201,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
             piece = require_object(raw, "candidates[0]", "response")
             if piece.get("index", 0) != 0:
                 unsupported(
-                    "more than one candidate in a stream", "a replay returns one", f"event {position}"
+                    "a stream whose one candidate is not index 0", several.INDEX_ADVICE, f"event {position}"
                 )
             indexed = indexed or "index" in piece
             content = piece.get("content")

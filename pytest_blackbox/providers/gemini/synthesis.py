@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from .. import choices as several
 from ..common import ReplayArgs, ReplayOutput, label, read_output, replayed_model, unsupported
 from ..sse import encode_event, pieces
+from .parts import CODE_TOOL
 from .response import FINISH_REASONS, METADATA_TOOLS
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+#: Neutral provider-run part → the Gemini part it is sent back as (for the codeExecution tool).
+_CODE_PARTS: Final = {"server_tool_use": "executableCode", "server_tool_result": "codeExecutionResult"}
 #: Neutral stop → the finish reason a replay sends: the one it was recorded from.
 _REPLAYED_FINISH: Final[dict[str | None, str]] = {stop: reason for reason, stop in FINISH_REASONS.items()}
 
@@ -24,6 +28,7 @@ def error_body(message: str) -> dict[str, Any]:
     return {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}
 
 
+@several.synthesized_per_choice(several.join_gemini_choices)
 def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
     """The generateContent response a replay returns for a recorded output.
 
@@ -34,17 +39,20 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
     return _chunk(_replay_parts(recorded), recorded, where, last=True)
 
 
+@several.synthesized_per_choice(several.join_gemini_streams)
 def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The server-sent events a replay streams for a recorded output, one item per event.
 
-    Each event is one response chunk: the text in fixed-size pieces, then one chunk per function
-    call; the last chunk carries the finish reason and usage. Every chunk has content, as
-    ``chats`` requires of a valid turn. ``request_body`` is unused.
+    Each event is one response chunk: the parts in order, text in fixed-size pieces and one chunk
+    for each other part (a function call, code, its result); the last chunk carries the finish
+    reason and usage. Every chunk has content, as ``chats`` requires of a valid turn.
+    ``request_body`` is unused.
     """
     recorded = read_output(output)
-    parts = _replay_parts(recorded)
-    texts = [[{"text": piece}] for piece in pieces(recorded.text)]
-    groups = texts + [[part] for part in parts if "functionCall" in part] or [[]]
+    groups: list[list[dict[str, Any]]] = []
+    for part in _replay_parts(recorded):
+        groups += [[{"text": piece}] for piece in pieces(part["text"])] if "text" in part else [[part]]
+    groups = groups or [[]]
     return [
         encode_event(None, _chunk(group, recorded, where, last=index == len(groups) - 1))
         for index, group in enumerate(groups)
@@ -52,17 +60,42 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
 
 
 def _replay_parts(recorded: ReplayOutput) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = [{"text": recorded.text}] if recorded.text else []
-    for call in recorded.calls:
-        if not isinstance(call["toolInput"], dict):
+    """The candidate's parts in recorded order; built-in tools' metadata goes on the candidate."""
+    with_ids = "codeExecutionId" not in recorded.omitted
+    parts: list[dict[str, Any]] = []
+    for part in recorded.parts:
+        kind, name = part["type"], part.get("toolName")
+        if kind == "text":
+            parts.append({"text": part["text"]})
+        elif kind == "tool_use":
+            parts.append({"functionCall": _function_call(part)})
+        elif kind in _CODE_PARTS and name == CODE_TOOL:
+            fields = part["toolInput" if kind == "server_tool_use" else "result"]
+            if not isinstance(fields, dict):
+                unsupported(
+                    f"replaying a {kind} part of {CODE_TOOL} whose fields are not a JSON object",
+                    "Gemini code execution parts are objects",
+                    "content",
+                )
+            identity = {"id": part["toolCallId"]} if with_ids else {}
+            parts.append({_CODE_PARTS[kind]: {**fields, **identity}})
+        elif not (kind == "server_tool_result" and name in METADATA_TOOLS.values()):
             unsupported(
-                f"replaying a call of {label(call['toolName'])} whose input is not a JSON object",
-                "Gemini function calls take an object of arguments",
-                "toolInput",
+                f"replaying a {kind} part of {label(name)} as a Gemini response",
+                "a Gemini candidate holds text, function calls and code execution",
+                "content",
             )
-        function_call = {"id": call["toolCallId"], "name": call["toolName"], "args": call["toolInput"]}
-        parts.append({"functionCall": function_call})
     return parts
+
+
+def _function_call(call: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(call["toolInput"], dict):
+        unsupported(
+            f"replaying a call of {label(call['toolName'])} whose input is not a JSON object",
+            "Gemini function calls take an object of arguments",
+            "toolInput",
+        )
+    return {"id": call["toolCallId"], "name": call["toolName"], "args": call["toolInput"]}
 
 
 def _metadata(recorded: ReplayOutput) -> dict[str, Any]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .wire import (
@@ -34,6 +35,8 @@ _STATUSES = {
     503: "UNAVAILABLE",
 }
 #: ``…/models/{model}:generateContent`` and ``:streamGenerateContent`` (the query string is not part of it).
+#: Candidate fields of built-in tools' results, sent with the last chunk of a stream.
+_METADATA = ("groundingMetadata", "urlContextMetadata")
 _PATH = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
 
 
@@ -45,15 +48,24 @@ def script(
     call_ids: bool,
     thinking: bool,
     gzip: bool,
-    grounding: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    parts: Sequence[Mapping[str, Any]] | None = None,
     envelope: Envelope = PLAIN,
+    more: Sequence[tuple[str | None, Calls]] = (),
 ) -> Script:
-    """A generateContent answer; ``grounding`` is the candidate's ``groundingMetadata`` (googleSearch)."""
+    """A generateContent answer. ``metadata`` are built-in tools' candidate fields
+    (``groundingMetadata``, ``urlContextMetadata``); ``parts`` replace the parts made of ``text`` and
+    ``calls`` (code execution parts, text around them), sent as given; ``more``: the text and calls
+    of the candidates after the first (a request with ``candidateCount > 1``)."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         response = _response(request, ids, text, calls, call_ids=call_ids, thinking=thinking)
-        if grounding is not None:
-            response["candidates"][0]["groundingMetadata"] = dict(grounding)
+        if parts is not None:
+            response["candidates"][0]["content"]["parts"] = [dict(part) for part in parts]
+        response["candidates"][0].update(metadata or {})
+        for index, (other_text, other_calls) in enumerate(more, start=1):
+            other = _response(request, ids, other_text, other_calls, call_ids=call_ids, thinking=False)
+            response["candidates"].append({**other["candidates"][0], "index": index})
         if not envelope.candidate_index:
             del response["candidates"][0]["index"]
         if envelope.stop is not None:
@@ -101,32 +113,37 @@ def _response(
 
 
 def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
-    """The ``alt=sse`` chunks of a streamed response: text in two pieces, then the calls together;
-    the last chunk carries the finish reason and usage (every chunk has the running usage)."""
-    candidate = response["candidates"][0]
+    """The ``alt=sse`` chunks of a streamed response: each candidate's text in two pieces, then its
+    calls together, its last chunk with the finish reason; several candidates stream interleaved, and
+    every chunk has the running usage."""
     head = {"usageMetadata": response["usageMetadata"]}
     tail = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
+    streams = [list(_candidate_pieces(candidate)) for candidate in response["candidates"]]
+    for group in itertools.zip_longest(*streams):
+        for piece in group:
+            if piece is not None:
+                yield f"data: {compact({'candidates': [piece], **head, **tail})}\r\n\r\n".encode()
+
+
+def _candidate_pieces(candidate: dict[str, Any]) -> Iterator[dict[str, Any]]:
     groups: list[list[dict[str, Any]]] = []
     calls: list[dict[str, Any]] = []
     for part in candidate["content"]["parts"]:
         if "functionCall" in part:
             calls.append(part)
-        elif part.get("thought"):
-            groups.append([part])
-        else:
+        elif "text" in part and not part.get("thought"):
             groups += [[{"text": piece}] for piece in halves(part["text"])]
+        else:
+            groups.append([part])  # a thought, executable code, its result: a chunk of its own
     groups += [calls] if calls else []
     for index, parts in enumerate(groups or [[]]):
-        last = index == max(len(groups), 1) - 1
         piece: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
         if "index" in candidate:
             piece["index"] = candidate["index"]
-        if last:
+        if index == max(len(groups), 1) - 1:
             piece["finishReason"] = candidate["finishReason"]
-            if "groundingMetadata" in candidate:
-                piece["groundingMetadata"] = candidate["groundingMetadata"]
-        chunk = {"candidates": [piece], **head, **tail}
-        yield f"data: {compact(chunk)}\r\n\r\n".encode()
+            piece.update((key, candidate[key]) for key in _METADATA if key in candidate)
+        yield piece
 
 
 def _held(body: dict[str, Any]) -> list[Said]:

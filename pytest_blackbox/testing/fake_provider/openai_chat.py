@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -42,14 +43,21 @@ def script(
     gzip: bool,
     annotations: Sequence[Mapping[str, Any]] = (),
     envelope: Envelope = PLAIN,
+    more: Sequence[tuple[str | None, Calls]] = (),
 ) -> Script:
-    """A completion; ``annotations`` (``url_citation``s of a search model) on its message."""
+    """A completion; ``annotations`` (``url_citation``s of a search model) on its message; ``more``:
+    the text and calls of the choices after the first (a request with ``n > 1``)."""
 
     def respond(request: ReceivedRequest) -> ScriptedResponse:
         completion = _completion(request, ids, text, calls)
+        for index, (other_text, other_calls) in enumerate(more, start=1):
+            choice = _completion(request, ids, other_text, other_calls)["choices"][0]
+            completion["choices"].append({**choice, "index": index})
         completion["choices"][0]["message"]["annotations"] = [dict(item) for item in annotations]
         if envelope.moderation is not None:
             completion["moderation"] = dict(envelope.moderation)
+        completion.update(envelope.extras or {})
+        completion["choices"][0]["message"].update(envelope.message_extras or {})
         if envelope.stop is not None:
             completion["choices"][0]["finish_reason"] = envelope.stop
         if envelope.logprobs is not None:
@@ -59,7 +67,8 @@ def script(
             }
         headers = (("x-request-id", ids.make("req_", 32)), PROCESSING_MS)
         usage = bool((body_of(request).get("stream_options") or {}).get("include_usage"))
-        chunks = (lambda: _chunks(completion, usage)) if asks_stream(request) else None
+        extras = (dict(envelope.extras or {}), dict(envelope.message_extras or {}))
+        chunks = (lambda: _chunks(completion, usage, *extras)) if asks_stream(request) else None
         return answer(completion, headers, chunks, gzip=gzip)
 
     return respond
@@ -108,20 +117,38 @@ def _completion(request: ReceivedRequest, ids: Ids, text: str | None, calls: Cal
     }
 
 
-def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
+def _chunks(
+    completion: dict[str, Any], include_usage: bool, extras: dict[str, Any], message_extras: dict[str, Any]
+) -> Iterator[bytes]:
     """The chunk sequence of a streamed completion, ending with ``data: [DONE]``."""
     head = {key: completion[key] for key in ("id", "created", "model", "service_tier", "system_fingerprint")}
-    head["object"] = "chat.completion.chunk"
-    choice = completion["choices"][0]
+    head.update(object="chat.completion.chunk", **extras)
+    streams = [list(_choice_chunks(head, choice, message_extras)) for choice in completion["choices"]]
+    for group in itertools.zip_longest(*streams):  # several choices stream interleaved
+        yield from (chunk for chunk in group if chunk is not None)
+    if include_usage:
+        yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
+    if "moderation" in completion:
+        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
+    yield sse(None, "[DONE]")
+
+
+def _choice_chunks(
+    head: dict[str, Any], choice: dict[str, Any], message_extras: dict[str, Any]
+) -> Iterator[bytes]:
+    """One choice's chunks: its role, the server's extras, content, each tool call, and its finish reason."""
     message = choice["message"]
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None, logprobs: Any = None) -> bytes:
-        choices = [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]
-        return sse(None, {**head, "choices": choices})
+        one = {"index": choice["index"], "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        return sse(None, {**head, "choices": [one]})
 
     yield chunk(
         {"role": "assistant", "content": "" if message["content"] is not None else None, "refusal": None}
     )
+    for key, value in message_extras.items():
+        cut = len(value) // 2 if isinstance(value, str) else None
+        yield from (chunk({key: piece}) for piece in ([value[:cut], value[cut:]] if cut else [value]))
     if message["content"]:
         yield chunk({"content": message["content"]}, logprobs=choice["logprobs"])
     for index, call in enumerate(message.get("tool_calls", [])):
@@ -132,11 +159,6 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
     yield chunk(
         {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
     )
-    if include_usage:
-        yield sse(None, {**head, "choices": [], "usage": completion["usage"]})
-    if "moderation" in completion:
-        yield sse(None, {**head, "choices": [], "moderation": completion["moderation"], "usage": None})
-    yield sse(None, "[DONE]")
 
 
 def _held(body: dict[str, Any]) -> list[Said]:

@@ -178,6 +178,15 @@ class FakeProvider:
         )
         self._push(script, openai_chat.PROTOCOL, said(text, []))
 
+    def queue_openai_choices(
+        self, answers: Sequence[tuple[str | None, Calls]], *, gzip: bool = False
+    ) -> None:
+        """A Chat Completions answer of several choices (a request with ``n > 1``): each answer's text
+        and calls, in order; a stream interleaves their chunks."""
+        (text, calls), *more = answers
+        script = openai_chat.script(self._ids, text, calls, gzip=gzip, more=more)
+        self._push(script, openai_chat.PROTOCOL, said(text, calls))
+
     def queue_openai_tool_calls(
         self, calls: Calls, text: str | None = None, *, gzip: bool = False, envelope: Envelope = PLAIN
     ) -> None:
@@ -210,9 +219,13 @@ class FakeProvider:
         thinking: bool = False,
         gzip: bool = False,
         grounding: Mapping[str, Any] | None = None,
+        url_context: Mapping[str, Any] | None = None,
         envelope: Envelope = PLAIN,
     ) -> None:
-        """A Gemini text answer; ``grounding`` is its ``groundingMetadata`` (a googleSearch answer)."""
+        """A Gemini text answer; ``grounding`` is its ``groundingMetadata`` (a googleSearch answer),
+        ``url_context`` its ``urlContextMetadata`` (a urlContext answer)."""
+        fields = (("groundingMetadata", grounding), ("urlContextMetadata", url_context))
+        metadata = {key: dict(value) for key, value in fields if value is not None}
         script = gemini.script(
             self._ids,
             text,
@@ -220,10 +233,27 @@ class FakeProvider:
             call_ids=False,
             thinking=thinking,
             gzip=gzip,
-            grounding=grounding,
+            metadata=metadata,
             envelope=envelope,
         )
         self._push(script, gemini.PROTOCOL, said(text, []))
+
+    def queue_gemini_parts(self, parts: Sequence[Mapping[str, Any]], *, gzip: bool = False) -> None:
+        """A Gemini answer whose candidate holds ``parts`` as given: code execution
+        (``executableCode``, ``codeExecutionResult``) between text parts, function calls."""
+        calls = [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in parts if "functionCall" in p]
+        text = "".join(p["text"] for p in parts if "text" in p) or None
+        script = gemini.script(self._ids, None, [], call_ids=False, thinking=False, gzip=gzip, parts=parts)
+        self._push(script, gemini.PROTOCOL, said(text, calls))
+
+    def queue_gemini_candidates(
+        self, answers: Sequence[tuple[str | None, Calls]], *, gzip: bool = False
+    ) -> None:
+        """A Gemini answer of several candidates (a request with ``candidateCount > 1``): each one's text
+        and calls, in order; a stream interleaves their chunks."""
+        (text, calls), *more = answers
+        script = gemini.script(self._ids, text, calls, call_ids=False, thinking=False, gzip=gzip, more=more)
+        self._push(script, gemini.PROTOCOL, said(text, calls))
 
     def queue_gemini_tool_calls(
         self,

@@ -37,7 +37,10 @@ class Envelope:
     Chat's ``finish_reason``, the Responses API's ``incomplete_details.reason`` (the response is then
     ``incomplete``) or Gemini's ``finishReason``. ``logprobs`` are the answer text's token log
     probabilities, as both OpenAI APIs send them (``[{"token", "logprob", "bytes", "top_logprobs"}]``):
-    Chat's ``choices[0].logprobs.content``, the Responses text part's ``logprobs``.
+    Chat's ``choices[0].logprobs.content``, the Responses text part's ``logprobs``. ``extras`` and
+    ``message_extras`` are fields an OpenAI-compatible server adds to a Chat completion (and to each
+    streamed chunk) and to its message (streamed: one delta per field before the content, a text cut
+    in two pieces): ``reasoning_content``, ``reasoning``, Groq's ``x_groq``, …
     """
 
     stop: str | None = None
@@ -46,6 +49,8 @@ class Envelope:
     logprobs: Sequence[Mapping[str, Any]] | None = None
     text_logprobs: bool = True
     candidate_index: bool = True
+    extras: Mapping[str, Any] | None = None
+    message_extras: Mapping[str, Any] | None = None
 
 
 #: The envelope of an ordinary answer.

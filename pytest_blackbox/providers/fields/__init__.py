@@ -1,0 +1,84 @@
+"""Every field of a provider response, named: given back, dropped on purpose, or refused.
+
+A response field Blackbox does not know is an API addition no replay could give back, so it must
+never be dropped silently: each protocol lists, at every level it reads (the response, its choices,
+candidates, output items, content blocks and parts, and the stream's events and deltas), the fields
+it gives back and those it drops on purpose (ids, usage, timings, fingerprints: docs/providers.md
+lists them). Any other field with a value (``null`` counts as absent, as the SDKs read it) is
+refused while recording, named by its path (``choices[0].message.reasoning_content``), unless the
+run accepts losing it (the ``drop_fields`` setting). Each table also names the fields and kinds it
+refuses on purpose, so a test can pin that the tables cover every field of the SDKs' response types.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..sse import event_object, parse_events
+from . import anthropic, gemini, openai_chat, openai_responses
+from .shapes import Fields, Kinds, Shape, unknown_fields
+
+__all__ = [
+    "TABLES",
+    "Fields",
+    "Kinds",
+    "Shape",
+    "Table",
+    "field_pattern",
+    "unknown_in_response",
+    "unknown_in_stream",
+]
+
+_INDEX: Final = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One protocol's fields: its response (a JSON answer, or what its stream ends with) and its
+    stream events (``by_type``: an event's path starts with its ``type``, as Anthropic and Responses
+    name events; otherwise a chunk's path is that of the response it is a piece of)."""
+
+    response: Shape
+    event: Shape
+    by_type: bool
+    #: The stream's closing response is checked too (Responses: its closing event carries it whole).
+    answer_in_stream: bool = False
+
+
+TABLES: Final[Mapping[str, Table]] = {
+    "anthropic": Table(anthropic.MESSAGE, anthropic.EVENTS, by_type=True),
+    "openai_chat": Table(openai_chat.COMPLETION, openai_chat.CHUNK, by_type=False),
+    "openai_responses": Table(
+        openai_responses.RESPONSE, openai_responses.EVENTS, by_type=True, answer_in_stream=True
+    ),
+    "gemini": Table(gemini.RESPONSE, gemini.RESPONSE, by_type=False),
+}
+
+
+def field_pattern(path: str) -> str:
+    """A field's path with every index written ``[]``: what the ``drop_fields`` setting names."""
+    return _INDEX.sub("[]", path.strip())
+
+
+def unknown_in_response(protocol: str, body: Any) -> list[str]:
+    """The paths of the fields of a JSON response its protocol's table does not know, in order."""
+    return list(unknown_fields(body, TABLES[protocol].response, ""))
+
+
+def unknown_in_stream(protocol: str, body: bytes, answer: Any) -> list[str]:
+    """The paths of the fields of a whole event stream's events (and of what it ends with, where that
+    is the response itself) its protocol's table does not know, each once, in order."""
+    table = TABLES[protocol]
+    found: dict[str, None] = {}
+    for position, event in enumerate(parse_events(body)):
+        if event.data.startswith("[DONE]"):
+            break
+        data = event_object(event, position)
+        root = str(data.get("type")) if table.by_type else ""
+        found.update(dict.fromkeys(unknown_fields(data, table.event, root)))
+    if table.answer_in_stream:
+        found.update(dict.fromkeys(unknown_fields(answer, table.response, "")))
+    return list(found)
