@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from pytest_blackbox import Session, blackbox
 from pytest_blackbox.engine import exithooks
@@ -50,6 +51,12 @@ INHERITED_ENV = (
     "PYTEST_ADDOPTS",
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
 )
+
+#: Hypothesis' default profile without its wall-clock deadline: a property test is about the property,
+#: and a deadline measures the machine's load (the fuzz suite guards CPU time per call instead).
+settings.register_profile("suite", deadline=None)
+if settings.get_current_profile_name() == "default":
+    settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from ..errors import BlackboxUsageError
 from ..trace.io import parse_json
@@ -37,6 +37,10 @@ Continue = Literal["live", "script"]
 OnDivergence = Literal["fail", "record"]
 
 MODES: tuple[Mode, ...] = ("off", "record", "replay", "fork")
+CONTINUES: tuple[Continue, ...] = ("live", "script")
+ON_DIVERGENCE: tuple[OnDivergence, ...] = ("fail", "record")
+C = TypeVar("C", bound=str)
+D = TypeVar("D", bound="str | None")
 
 #: Every variable the launcher owns; it clears stale ones before starting a child.
 SESSION_ENV_VARS = (
@@ -115,28 +119,28 @@ def _choose(name: str, value: Any, env: Mapping[str, str]) -> Any:
     return raw if raw not in (None, "") else None
 
 
-def _mode(value: Any) -> Mode:
+def _choice(value: Any, allowed: tuple[C, ...], default: D, problem: str) -> C | D:
+    """``value`` when it is one of ``allowed``, ``default`` for ``None``; anything else is the usage
+    error ``problem``, a template naming the setting that receives the value (``{value}``)."""
     if value is None:
-        return "off"
-    if value not in MODES:
-        raise BlackboxUsageError(f'BLACKBOX_MODE must be one of off, record, replay, fork; got "{value}"')
-    return cast(Mode, value)
+        return default
+    if value not in allowed:
+        raise BlackboxUsageError(problem.format(value=value))
+    return cast("C", value)
+
+
+def _mode(value: Any) -> Mode:
+    return _choice(
+        value, MODES, "off", 'BLACKBOX_MODE must be one of off, record, replay, fork; got "{value}"'
+    )
 
 
 def _match(value: Any) -> Match:
-    if value is None:
-        return "strict"
-    if value not in MATCHES:
-        raise BlackboxUsageError(f'BLACKBOX_MATCH must be "strict" or "sequence"; got "{value}"')
-    return cast(Match, value)
+    return _choice(value, MATCHES, "strict", 'BLACKBOX_MATCH must be "strict" or "sequence"; got "{value}"')
 
 
 def _continue(value: Any) -> Continue | None:
-    if value is None:
-        return None
-    if value not in ("live", "script"):
-        raise BlackboxUsageError(f'BLACKBOX_CONTINUE must be "live" or "script"; got "{value}"')
-    return cast(Continue, value)
+    return _choice(value, CONTINUES, None, 'BLACKBOX_CONTINUE must be "live" or "script"; got "{value}"')
 
 
 def _fork_at(value: Any) -> int | None:
@@ -162,20 +166,12 @@ def _fork_set(explicit: Any, env: Mapping[str, str]) -> Any:
 
 
 def _on_divergence(value: Any) -> OnDivergence:
-    if value is None:
-        return "fail"
-    if value not in ("fail", "record"):
-        raise BlackboxUsageError(f'on_divergence must be "fail" or "record"; got "{value}"')
-    return cast(OnDivergence, value)
+    return _choice(value, ON_DIVERGENCE, "fail", 'on_divergence must be "fail" or "record"; got "{value}"')
 
 
 def check_media(value: Any) -> Media:
     """The ``media`` setting: ``"digest"`` (the default, for ``None``) or ``"inline"``."""
-    if value is None:
-        return "digest"
-    if value not in MEDIA_MODES:
-        raise BlackboxUsageError(f'media must be "digest" or "inline"; got {value!r}')
-    return cast(Media, value)
+    return _choice(value, MEDIA_MODES, "digest", 'media must be "digest" or "inline"; got {value!r}')
 
 
 def _path(value: Any) -> Path | None:

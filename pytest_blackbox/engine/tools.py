@@ -157,15 +157,8 @@ class ToolPort(Generic[R]):
         begun = self.begin(name, tool_input)
         if isinstance(begun, Answered):
             return begun.value
-        try:
-            with self.running():
-                result = call()
-        except Exception as exc:
-            self.end(begun, None, exc)
-            raise
-        except BaseException:
-            self.abandon(begun)
-            raise
+        with _Reported(self, begun), self.running():
+            result = call()
         return self.end(begun, result, None)
 
     async def run_async(self, name: str, tool_input: Any, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -174,16 +167,27 @@ class ToolPort(Generic[R]):
         begun = self.begin(name, tool_input)
         if isinstance(begun, Answered):
             return begun.value
-        try:
-            with self.running():
-                result = await call()
-        except Exception as exc:
-            self.end(begun, None, exc)
-            raise
-        except BaseException:
-            self.abandon(begun)
-            raise
+        with _Reported(self, begun), self.running():
+            result = await call()
         return self.end(begun, result, None)
+
+
+@dataclass(frozen=True)
+class _Reported(Generic[R]):
+    """Around a recorded run's body: an error the tool raises is recorded (and still raised), an
+    interruption (cancellation, ``KeyboardInterrupt``) abandons the run."""
+
+    port: ToolPort[R]
+    begun: R
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        if isinstance(error, Exception):
+            self.port.end(self.begun, None, error)
+        elif error is not None:
+            self.port.abandon(self.begun)
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:

@@ -8,7 +8,7 @@ place. See docs/cassette-format.md#payloads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .model import RunCompleted, RunFailed, ToolCallRef, Trace
 
@@ -103,39 +103,32 @@ def run_completed(result: str) -> RunCompleted:
 
 def agent_error(message: str) -> RunFailed:
     """The agent passed an error to ``finish()`` (already masked: it is written as given)."""
-    return {"event": "run_failed", "status": "error", "reason": "agent_error", "message": message}
+    return _failed("agent_error", message=message)
 
 
 def process_exit(exit_code: int) -> RunFailed:
     """The process ended with a non-zero code before ``finish()``."""
-    return {"event": "run_failed", "status": "error", "reason": "process_exit", "exitCode": exit_code}
+    return _failed("process_exit", exitCode=exit_code)
 
 
 def calls_in_flight(exit_code: int, in_flight: int) -> RunFailed:
     """The process ended while wrapped calls were running; their effects are not in the cassette."""
-    return {
-        "event": "run_failed",
-        "status": "error",
-        "reason": "calls_in_flight",
-        "exitCode": exit_code,
-        "inFlight": in_flight,
-    }
+    return _failed("calls_in_flight", exitCode=exit_code, inFlight=in_flight)
 
 
 def max_steps_exceeded(max_steps: int) -> RunFailed:
     """A tool loop gave up after ``max_steps`` model calls."""
-    return {"event": "run_failed", "status": "error", "reason": "max_steps_exceeded", "maxSteps": max_steps}
+    return _failed("max_steps_exceeded", maxSteps=max_steps)
 
 
 def unknown_tool(tool_name: str, tool_call_id: str) -> RunFailed:
     """The model called a tool the agent does not have."""
-    return {
-        "event": "run_failed",
-        "status": "error",
-        "reason": "unknown_tool",
-        "toolName": tool_name,
-        "toolCallId": tool_call_id,
-    }
+    return _failed("unknown_tool", toolName=tool_name, toolCallId=tool_call_id)
+
+
+def _failed(reason: str, **fields: Any) -> RunFailed:
+    """A ``run_failed`` payload: its reason, then the reason's fields in the order they are written."""
+    return cast("RunFailed", {"event": "run_failed", "status": "error", "reason": reason, **fields})
 
 
 def tool_call_sequence(trace: Trace) -> list[str]:

@@ -55,6 +55,10 @@ def launch(
             "no:cacheprovider",
             "-p",
             "no:xdist",
+            "-p",
+            "no:hypothesispytest",
+            "-p",
+            "no:langsmith_plugin",
             *pytest_args,
         ),
     ]

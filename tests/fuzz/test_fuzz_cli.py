@@ -72,7 +72,7 @@ def _mutated(data: st.DataObject, name: str) -> bytes:
     return data.draw(mutated_text(planted_cassette(name))).encode("utf-8", "surrogatepass")
 
 
-@fuzz_settings(200)
+@fuzz_settings(100)
 @given(st.sampled_from(cassette_names()), st.data(), st.integers(-2, 20) | st.none())
 def test_inspect_damaged_cassettes(
     scratch: Scratch, name: str, data: st.DataObject, step: int | None
@@ -86,7 +86,7 @@ def test_inspect_damaged_cassettes(
         assert code == 1
 
 
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(random_traces, st.integers(-1, 7) | st.none())
 def test_inspect_random_valid_cassettes(scratch: Scratch, trace: Trace, step: int | None) -> None:
     path = scratch.write(dumps_trace(trace).encode("utf-8", "surrogatepass"))
@@ -97,7 +97,7 @@ def test_inspect_random_valid_cassettes(scratch: Scratch, trace: Trace, step: in
         assert f"Steps:        {len(trace['steps'])}\n" in stdout
 
 
-@fuzz_settings(100)
+@fuzz_settings(50)
 @given(
     st.lists(st.tuples(st.sampled_from(cassette_names()), st.booleans()), min_size=1, max_size=4), st.data()
 )

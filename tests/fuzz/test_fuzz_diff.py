@@ -94,13 +94,13 @@ def check_diff(parent: Trace, child: Trace, secrets: tuple[str, ...] = (MARKER,)
             assert not any(run in text for run in MARKER_RUNS), "a secret reached the rendered diff"
 
 
-@fuzz_settings(200)
+@fuzz_settings(100)
 @given(random_traces, random_traces)
 def test_independent_random_traces(parent: Trace, child: Trace) -> None:
     check_diff(parent, child)
 
 
-@fuzz_settings(200)
+@fuzz_settings(100)
 @given(random_traces, st.data())
 def test_forked_random_traces(parent: Trace, data: st.DataObject) -> None:
     shared = data.draw(st.integers(0, len(parent["steps"])))
@@ -110,7 +110,7 @@ def test_forked_random_traces(parent: Trace, data: st.DataObject) -> None:
     check_diff(child, parent)
 
 
-@fuzz_settings(50)
+@fuzz_settings(25)
 @given(random_traces)
 def test_a_trace_does_not_diverge_from_itself(trace: Trace) -> None:
     for semantic in (False, True):
@@ -135,7 +135,7 @@ def _edited_vector(data: st.DataObject, name: str) -> tuple[Trace, Trace]:
     return parent, reseal(edited)
 
 
-@fuzz_settings(100)
+@fuzz_settings(50)
 @given(st.sampled_from(cassette_names()), st.data())
 def test_edited_vectors(name: str, data: st.DataObject) -> None:
     parent, child = _edited_vector(data, name)

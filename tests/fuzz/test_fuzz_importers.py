@@ -93,14 +93,14 @@ def test_planted_transcripts_still_import() -> None:
     assert verify_trace(trace).ok and MARKER in dumps_trace(trace)
 
 
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(st.sampled_from(TRANSCRIPTS["claude-code"]), st.data())
 def test_claude_code_damaged_text(name: str, data: st.DataObject) -> None:
     text = data.draw(mutated_text(planted_jsonl(name)))
     check_import(attempt(lambda: import_claude_code(text, trace_id=TRACE_ID), TranscriptImportError))
 
 
-@fuzz_settings(120)
+@fuzz_settings(60)
 @given(st.sampled_from(TRANSCRIPTS["claude-code"]), st.data())
 def test_claude_code_damaged_line(name: str, data: st.DataObject) -> None:
     lines = planted_jsonl(name).split("\n")
@@ -110,14 +110,14 @@ def test_claude_code_damaged_line(name: str, data: st.DataObject) -> None:
     check_import(attempt(lambda: import_claude_code(text, trace_id=TRACE_ID), TranscriptImportError))
 
 
-@fuzz_settings(200)
+@fuzz_settings(100)
 @given(st.data())
 def test_chat_json_damaged_text(data: st.DataObject) -> None:
     text = data.draw(mutated_text(planted_chat()))
     check_import(attempt(lambda: import_chat_json(text, trace_id=TRACE_ID), TranscriptImportError))
 
 
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(st.data(), st.booleans())
 def test_chat_json_damaged_object(data: st.DataObject, as_text: bool) -> None:
     """Parsed transcripts go in as objects too; those may hold what JSON text cannot (NaN, 10**400)."""
@@ -152,7 +152,7 @@ def chat_transcripts(draw: st.DrawFn) -> dict[str, Any]:
     return {"tools": draw(st.just(tools) | st.none()), "messages": messages}
 
 
-@fuzz_settings(100)
+@fuzz_settings(50)
 @given(chat_transcripts())
 def test_chat_json_generated_transcripts(transcript: dict[str, Any]) -> None:
     if transcript["tools"] is None:

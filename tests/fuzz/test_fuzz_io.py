@@ -79,20 +79,20 @@ def test_planted_cassettes_are_valid_and_carry_the_marker() -> None:
         assert len(trace["steps"]) == len(parse_trace(vector_text(name))["steps"])
 
 
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(documents())
 def test_random_documents(text: str) -> None:
     _check(attempt(lambda: parse_trace(text)))
 
 
-@fuzz_settings(400)
+@fuzz_settings(200)
 @given(st.sampled_from(cassette_names()), st.data())
 def test_mutated_vector_text(name: str, data: st.DataObject) -> None:
     text = data.draw(mutated_text(planted_cassette(name)))
     _check(attempt(lambda: parse_trace(text)))
 
 
-@fuzz_settings(200)
+@fuzz_settings(100)
 @given(st.sampled_from(cassette_names()), st.data())
 def test_mutated_vector_bytes_from_a_file(scratch: Scratch, name: str, data: st.DataObject) -> None:
     raw = data.draw(mutated_bytes(planted_cassette(name).encode("utf-8")))
@@ -104,7 +104,7 @@ def test_mutated_vector_bytes_from_a_file(scratch: Scratch, name: str, data: st.
     _check(result)
 
 
-@fuzz_settings(300)
+@fuzz_settings(150)
 @given(st.sampled_from(cassette_names()), st.data())
 def test_structurally_mutated_vectors(name: str, data: st.DataObject) -> None:
     doc = json.loads(planted_cassette(name))

@@ -112,7 +112,7 @@ def test_vector_bodies_normalize(provider: str, side: str) -> None:
 
 
 @pytest.mark.parametrize(("provider", "side"), CASES)
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(st.data())
 def test_damaged_vector_bodies(provider: str, side: str, data: st.DataObject) -> None:
     body = data.draw(st.sampled_from(seed_bodies(provider, side)))
@@ -122,7 +122,7 @@ def test_damaged_vector_bodies(provider: str, side: str, data: st.DataObject) ->
 
 
 @pytest.mark.parametrize(("provider", "side"), CASES)
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(wire_bodies | wire_values)
 def test_random_wire_bodies(provider: str, side: str, body: Any) -> None:
     normalize(provider, side, body)

@@ -85,13 +85,13 @@ trace_like = st.fixed_dictionaries(
 )
 
 
-@fuzz_settings(300)
+@fuzz_settings(150)
 @given(st.dictionaries(keys, json_values(), max_size=5) | trace_like)
 def test_any_dict_gives_a_report(source: dict[str, Any]) -> None:
     verify(source)
 
 
-@fuzz_settings(300)
+@fuzz_settings(150)
 @given(st.sampled_from(cassette_names()), st.data(), st.booleans())
 def test_mutated_vector_objects_give_a_report(name: str, data: st.DataObject, with_key: bool) -> None:
     mutant = data.draw(structural_mutant(json.loads(planted_cassette(name))))
@@ -117,7 +117,7 @@ def _agrees_with_reader(report: VerifyReport, path: Any) -> None:
         assert (rows["schema_version"].status, rows["hash_chain"].status) == ("pass", "pass")
 
 
-@fuzz_settings(250)
+@fuzz_settings(125)
 @given(st.sampled_from(cassette_names()), st.data())
 def test_mutated_files_agree_with_the_reader(scratch: Scratch, name: str, data: st.DataObject) -> None:
     raw = planted_cassette(name).encode("utf-8")
@@ -136,7 +136,7 @@ def _never_streamed(path: str) -> Iterator[Any]:
     yield  # a generator, like the reader it stands in for
 
 
-@fuzz_settings(250)
+@fuzz_settings(125)
 @given(st.sampled_from(cassette_names()), st.data(), st.integers(1, 80))
 def test_a_file_read_step_by_step_gets_the_report_of_the_whole_file(
     scratch: Scratch, name: str, data: st.DataObject, chunk: int
@@ -169,7 +169,7 @@ def test_a_file_read_step_by_step_gets_the_report_of_the_whole_file(
     assert kept.to_json() == whole.to_json() and kept.trace == whole.trace
 
 
-@fuzz_settings(100)
+@fuzz_settings(50)
 @given(st.text(st.characters(exclude_categories=["Cc", "Cs"], exclude_characters="/"), max_size=300))
 def test_odd_file_names_give_a_report(scratch: Scratch, name: str) -> None:
     """Names that do not exist, name a directory, or are too long: all a ``schema_version`` failure."""
@@ -191,7 +191,7 @@ def test_a_directory_fails_schema_version(scratch: Scratch) -> None:
     assert "is a directory" in report.first_failure.detail
 
 
-@fuzz_settings(150)
+@fuzz_settings(75)
 @given(json_values().filter(lambda value: not isinstance(value, (dict, str))))
 def test_any_non_dict_value_gives_a_report(source: Any) -> None:
     report = verify(source)

@@ -162,7 +162,7 @@ def test_a_pending_file_left_by_a_killed_run_is_removed_by_the_next(counted: Cou
     folder = counted.cassette().parent
     monkeypatch = counted.pytester._monkeypatch
     monkeypatch.setenv("KILL_ME", "1")
-    killed = counted.pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=new_episodes")
+    killed = counted.pytester.runpytest_subprocess(*QUIET, "--record-mode=new_episodes")
     assert killed.ret == -signal.SIGTERM
     leftovers = [p.name for p in folder.iterdir() if p.name != "test_weather.json"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".test_weather.json.")

@@ -206,19 +206,19 @@ json_values = st.recursive(
 # Properties
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_canonical_json_matches_the_reference(value: Any) -> None:
     assert canonical_json(value) == ref_json(value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(json_values)
 def test_pretty_json_matches_the_reference(value: Any) -> None:
     assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(json_values)
 def test_js_stringify_matches_the_reference(value: Any) -> None:
     assert js_stringify(value) == ref_json(value, sort=False)
@@ -236,7 +236,7 @@ float_heavy_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(float_heavy_values)
 def test_integral_floats_are_written_as_javascript_does_by_every_writer(value: Any) -> None:
     assert canonical_json(value) == ref_json(value)
@@ -253,7 +253,7 @@ def test_a_value_with_integral_floats_keeps_its_own_floats() -> None:
     assert type(value["n"][0]) is float
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(numbers)
 def test_js_number_matches_the_reference(value: float) -> None:
     assert js_number(value) == ref_number(value)
@@ -269,7 +269,7 @@ safe_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(safe_values)
 def test_reference_agrees_with_python_json_where_they_must(value: Any) -> None:
     """Sanity check of the reference itself: no floats, surrogates or astral keys, so Python is right."""

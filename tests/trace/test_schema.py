@@ -450,7 +450,7 @@ def mutated_documents(draw: st.DrawFn) -> dict[str, Any]:
     return document
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(mutated_documents())
 def test_fast_check_agrees_with_jsonschema(document: dict[str, Any]) -> None:
     reference = Draft202012Validator(_schema()).is_valid(document)
