@@ -4,6 +4,7 @@ pytest plugin and the CLI (and their option parsers) name the same values.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Media",
     "Outcome",
     "RecordMode",
+    "field_pattern",
 ]
 
 #: How a replay compares requests with the recording (docs/engine.md#replay-what-is-compared).
@@ -58,3 +60,12 @@ UNSET: Final[Any] = object()
 #: The attribute that marks a botocore ``before-send`` handler as Blackbox's: the interception layer's
 #: and the pytest plugin's (registered as botocore loads) are one handler, registered once.
 BOTOCORE_HANDLER_MARK: Final = "pytest_blackbox_before_send"
+
+
+_INDEX: Final = re.compile(r"\[\d+\]")
+
+
+def field_pattern(path: str) -> str:
+    """A response field's path with every index written ``[]``: what the ``drop_fields`` setting names
+    (docs/providers.md#response-fields-blackbox-does-not-know), as the refusal and the setting read it."""
+    return _INDEX.sub("[]", path.strip())

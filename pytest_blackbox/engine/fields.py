@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, DroppedFieldWarning
-from ..providers.fields import field_pattern
+from ..vocabulary import field_pattern
 
 __all__ = ["FieldPolicy", "check_drop_fields"]
 

@@ -12,11 +12,11 @@ refuses on purpose, so a test can pin that the tables cover every field of the S
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ...vocabulary import field_pattern as field_pattern
 from ..sse import event_object, parse_events
 from . import anthropic, gemini, openai_chat, openai_responses
 from .shapes import Fields, Kinds, Shape, unknown_fields
@@ -31,8 +31,6 @@ __all__ = [
     "unknown_in_response",
     "unknown_in_stream",
 ]
-
-_INDEX: Final = re.compile(r"\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,6 @@ TABLES: Final[Mapping[str, Table]] = {
     ),
     "gemini": Table(gemini.RESPONSE, gemini.RESPONSE, by_type=False),
 }
-
-
-def field_pattern(path: str) -> str:
-    """A field's path with every index written ``[]``: what the ``drop_fields`` setting names."""
-    return _INDEX.sub("[]", path.strip())
 
 
 def unknown_in_response(protocol: str, body: Any) -> list[str]:
