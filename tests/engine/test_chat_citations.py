@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
-from pytest_blackbox.engine.session import Session
-from pytest_blackbox.testing import FakeProvider
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 ANSWER = "Paris is sunny today."
 ANNOTATIONS: Any = [
@@ -64,23 +60,16 @@ def flavor(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, Any]:
-    path = tmp_path / "search.json"
-    with FakeProvider() as fake:
-        fake.queue_openai_text(ANSWER, annotations=ANNOTATIONS)
-        with blackbox(mode="record", out=path) as session:
-            live = ask(fake.base_url, flavor)
-            session.finish(result="done")
-    return path, live
+def recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, Any]:
+    return record_once(
+        "search.json",
+        lambda fake: fake.queue_openai_text(ANSWER, annotations=ANNOTATIONS),
+        lambda fake, _: ask(fake.base_url, flavor),
+    )
 
 
 def test_the_citations_are_recorded_and_given_back_offline(
-    recorded: tuple[Path, Any],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    recorded: tuple[Path, Any], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = recorded
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
@@ -100,28 +89,18 @@ def test_the_citations_are_recorded_and_given_back_offline(
             ],
         }
     ]
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = ask(fake_provider.base_url, flavor)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: ask(fake.base_url, flavor))
     assert replayed == live
     assert replayed["annotations"] == ANNOTATIONS
-    assert fake_provider.requests == [] and attempts == []
 
 
 def test_other_search_options_diverge_naming_them(
     recorded: tuple[Path, Any],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
 ) -> None:
     path, _ = recorded
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(openai.BadRequestError, match=r"\[blackbox\]"):
-        ask(fake_provider.base_url, flavor, context_size="high")
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(
+        path, lambda fake, _: ask(fake.base_url, flavor, context_size="high"), openai.BadRequestError
+    )
     assert error.path is not None and error.path.startswith("params.webSearchOptions")
-    assert fake_provider.requests == []
-    session.discard()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,10 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_blackbox import ReplayDivergenceError, blackbox, verify_trace
-from pytest_blackbox.engine.session import Session
+from pytest_blackbox import verify_trace
 from pytest_blackbox.testing import FakeProvider
 from tests.agents.loop import settle
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 TOOLS: Any = [
     {
@@ -78,24 +76,16 @@ def flavor(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, Any]:
-    path = tmp_path / "choices.json"
-    with FakeProvider() as fake:
+def recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, Any]:
+    def queue(fake: FakeProvider) -> None:
         fake.queue_openai_choices(ANSWERS)
         fake.queue_openai_choices([("Sunny, as looked up.", []), ("It is sunny.", [])])
-        with blackbox(mode="record", out=path) as session:
-            live = chat(fake.base_url, flavor)
-            session.finish(result="done")
-    return path, live
+
+    return record_once("choices.json", queue, lambda fake, _: chat(fake.base_url, flavor))
 
 
 def test_every_choice_is_recorded_and_given_back_in_order(
-    recorded: tuple[Path, Any],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    recorded: tuple[Path, Any], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = recorded
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
@@ -113,31 +103,19 @@ def test_every_choice_is_recorded_and_given_back_in_order(
     assert steps[2]["payload"]["messages"][1]["content"][0]["toolCallId"] == "call-0"
     assert steps[3]["payload"]["choices"] == [{"type": "final_answer", "text": "It is sunny."}]
     assert verify_trace(path).ok  # neutral: no provider id, no key the original's verify flags
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = chat(fake_provider.base_url, flavor)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: chat(fake.base_url, flavor))
     assert replayed == live
     assert replayed[0][1] == (1, "tool_calls", None, [("lookup", {"city": "Paris"})])
-    assert fake_provider.requests == [] and attempts == []
 
 
 def test_asking_for_another_number_of_choices_diverges(
     recorded: tuple[Path, Any],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
 ) -> None:
     path, _ = recorded
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(openai.APIError, match=r"\[blackbox\]"):
-        chat(fake_provider.base_url, flavor, n=3)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(path, lambda fake, _: chat(fake.base_url, flavor, n=3), openai.APIError)
     assert error.path == "params.choiceCount"
-    assert fake_provider.requests == []
-    session.discard()
 
 
 # -- Gemini candidateCount ---------------------------------------------------------------------
@@ -194,24 +172,16 @@ def gemini_chat(base_url: str, flavor: str, count: int = 2) -> Any:
 
 
 @pytest.fixture
-def gemini_recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, Any]:
-    path = tmp_path / "candidates.json"
-    with FakeProvider() as fake:
+def gemini_recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, Any]:
+    def queue(fake: FakeProvider) -> None:
         fake.queue_gemini_candidates(ANSWERS)
         fake.queue_gemini_candidates([("Sunny, as looked up.", []), ("It is sunny.", [])])
-        with blackbox(mode="record", out=path) as session:
-            live = gemini_chat(fake.gemini_base_url, flavor)
-            session.finish(result="done")
-    return path, live
+
+    return record_once("candidates.json", queue, lambda fake, _: gemini_chat(fake.gemini_base_url, flavor))
 
 
 def test_every_candidate_is_recorded_and_given_back_in_order(
-    gemini_recorded: tuple[Path, Any],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    gemini_recorded: tuple[Path, Any], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = gemini_recorded
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
@@ -225,28 +195,18 @@ def test_every_candidate_is_recorded_and_given_back_in_order(
     ]
     assert steps[2]["payload"]["messages"][1]["content"][0]["toolCallId"] == "call-0"
     assert verify_trace(path).ok
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = gemini_chat(fake_provider.gemini_base_url, flavor)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: gemini_chat(fake.gemini_base_url, flavor))
     assert replayed == live
     assert replayed[0][1][2] == [{"function_call": {"args": {"city": "Paris"}, "name": "lookup"}}]
-    assert fake_provider.requests == [] and attempts == []
 
 
 def test_asking_for_another_number_of_candidates_diverges(
     gemini_recorded: tuple[Path, Any],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
 ) -> None:
     path, _ = gemini_recorded
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(errors.ClientError, match=r"\[blackbox\]"):
-        gemini_chat(fake_provider.gemini_base_url, flavor, count=3)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(
+        path, lambda fake, _: gemini_chat(fake.gemini_base_url, flavor, count=3), errors.ClientError
+    )
     assert error.path == "params.choiceCount"
-    assert fake_provider.requests == []
-    session.discard()

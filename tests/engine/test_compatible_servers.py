@@ -23,6 +23,7 @@ from pytest_blackbox.errors import DroppedFieldWarning
 from pytest_blackbox.testing import Envelope, FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.loop import settle
+from tests.engine.conftest import record_and_replay
 
 FLAVORS = [(False, False), (True, False), (False, True), (True, True)]
 FLAVOR_IDS = ["sync", "async", "sync-streamed", "async-streamed"]
@@ -50,23 +51,6 @@ def ask(root: str, is_async: bool, stream: bool) -> dict[str, Any]:
         return joined
 
     return asyncio.run(call())
-
-
-def record_and_replay(
-    fake: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], go: Callable[[str], Any]
-) -> tuple[Any, Any, Path]:
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    live = go(fake.base_url)
-    session.finish(result="done")
-    root = fake.base_url
-    fake.stop()
-    attempts = offline()
-    session = blackbox(mode="replay", cassette=path)
-    replayed = go(root)
-    session.finish(result="done")
-    assert attempts == []
-    return live, replayed, path
 
 
 @pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)

@@ -19,11 +19,12 @@ import openai
 import pytest
 
 from pytest_blackbox.engine.session import blackbox
-from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError
+from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.loop import settle
+from tests.engine.conftest import DivergesOffline, record_and_replay
 
 FLAVORS = [(False, False), (True, False), (False, True), (True, True)]
 FLAVOR_IDS = ["sync", "async", "sync-streamed", "async-streamed"]
@@ -50,25 +51,6 @@ CODE_TURN: Any = [
     {"type": "text", "text": "One file."},
 ]
 Ask = Callable[[str], list[Any]]
-
-
-def record_and_replay(
-    fake: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], ask: Ask, replay: Ask | None = None
-) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """What the SDK handed over while recording and on the offline replay (``replay`` the agent then,
-    ``ask`` by default), and the cassette."""
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    live = ask(fake.base_url)
-    session.finish(result="done")
-    root = fake.base_url
-    fake.stop()
-    attempts = offline()
-    session = blackbox(mode="replay", cassette=path)
-    replayed = (replay or ask)(root)
-    session.finish(result="done")
-    assert attempts == []
-    return live, replayed, dict(load_trace(path))
 
 
 def responses_chain(
@@ -107,9 +89,10 @@ def test_previous_response_id_names_the_neutral_id_a_replay_hands_out(
 ) -> None:
     fake_provider.queue_responses_text("Paris.")
     fake_provider.queue_responses_text("Rome.")
-    live, replayed, trace = record_and_replay(
+    live, replayed, path = record_and_replay(
         fake_provider, tmp_path, offline, lambda root: responses_chain(is_async, stream, root)
     )
+    trace: dict[str, Any] = dict(load_trace(path))
     assert [text for _, text, _ in replayed] == [text for _, text, _ in live] == ["Paris.", "Rome."]
     assert [response_id for response_id, _, _ in replayed] == ["response-1", "response-3"]
     assert trace["steps"][2]["payload"]["params"] == {"previousResponseId": "response-1"}
@@ -118,27 +101,17 @@ def test_previous_response_id_names_the_neutral_id_a_replay_hands_out(
 
 @pytest.mark.parametrize(("is_async", "stream"), FLAVORS[:2], ids=FLAVOR_IDS[:2])
 def test_a_previous_response_id_of_another_response_diverges_naming_it(
-    fake_provider: FakeProvider,
-    tmp_path: Path,
-    offline: Callable[[], list[str]],
-    is_async: bool,
-    stream: bool,
+    fake_provider: FakeProvider, diverges_offline: DivergesOffline, is_async: bool, stream: bool
 ) -> None:
     fake_provider.queue_responses_text("Paris.")
     fake_provider.queue_responses_text("Rome.")
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    responses_chain(is_async, stream, fake_provider.base_url)
-    session.finish(result="done")
-    root = fake_provider.base_url
-    fake_provider.stop()
-    offline()
-    session = blackbox(mode="replay", cassette=path)
-    with pytest.raises(openai.BadRequestError, match=r"replay diverged at step 2"):
-        responses_chain(is_async, stream, root, previous="response-3")
-    with pytest.raises(ReplayDivergenceError) as caught:
-        session.finish(result="done")
-    assert (caught.value.path, caught.value.expected, caught.value.actual) == (
+    error = diverges_offline(
+        lambda root: responses_chain(is_async, stream, root),
+        lambda root: responses_chain(is_async, stream, root, previous="response-3"),
+        openai.BadRequestError,
+        r"replay diverged at step 2",
+    )
+    assert (error.path, error.expected, error.actual) == (
         "params.previousResponseId",
         '"response-1"',
         '"response-3"',
@@ -158,12 +131,13 @@ def test_a_conversation_from_outside_the_run_is_compared_by_its_digest(
     conversation: Any = CONVERSATION if form == "string" else {"id": CONVERSATION}
     fake_provider.queue_responses_text("Paris.")
     fake_provider.queue_responses_text("Rome.")
-    live, replayed, trace = record_and_replay(
+    live, replayed, path = record_and_replay(
         fake_provider,
         tmp_path,
         offline,
         lambda root: responses_chain(is_async, stream, root, conversation=conversation),
     )
+    trace: dict[str, Any] = dict(load_trace(path))
     neutral = trace["steps"][0]["payload"]["params"]["conversation"]
     assert neutral.startswith("conversation-outside-")
     assert trace["steps"][1]["payload"]["conversation"] == neutral
@@ -176,23 +150,17 @@ def test_a_conversation_from_outside_the_run_is_compared_by_its_digest(
 
 
 def test_another_conversation_diverges_naming_it(
-    fake_provider: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]]
+    fake_provider: FakeProvider, diverges_offline: DivergesOffline
 ) -> None:
     fake_provider.queue_responses_text("Paris.")
     fake_provider.queue_responses_text("Rome.")
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    responses_chain(False, False, fake_provider.base_url, conversation=CONVERSATION)
-    session.finish(result="done")
-    root = fake_provider.base_url
-    fake_provider.stop()
-    offline()
-    session = blackbox(mode="replay", cassette=path)
-    with pytest.raises(openai.BadRequestError, match=r"replay diverged at step 0"):
-        responses_chain(False, False, root, conversation="conv_other")
-    with pytest.raises(ReplayDivergenceError) as caught:
-        session.finish(result="done")
-    assert caught.value.path == "params.conversation"
+    error = diverges_offline(
+        lambda root: responses_chain(False, False, root, conversation=CONVERSATION),
+        lambda root: responses_chain(False, False, root, conversation="conv_other"),
+        openai.BadRequestError,
+        r"replay diverged at step 0",
+    )
+    assert error.path == "params.conversation"
 
 
 def code_execution(is_async: bool, stream: bool, root: str, container: str | None = None) -> list[Any]:
@@ -232,9 +200,10 @@ def test_a_container_gets_a_neutral_id_the_next_request_names(
 ) -> None:
     for _ in range(2):
         fake_provider.queue_anthropic_content(CODE_TURN, container=CONTAINER)
-    live, replayed, trace = record_and_replay(
+    live, replayed, path = record_and_replay(
         fake_provider, tmp_path, offline, lambda root: code_execution(is_async, stream, root)
     )
+    trace: dict[str, Any] = dict(load_trace(path))
     neutral = {**CONTAINER, "id": "container-0", "skills": None}
     assert replayed == [(neutral, "One file.")] * 2
     assert [(container["id"], text) for container, text in live] == [(CONTAINER["id"], "One file.")] * 2
@@ -245,23 +214,17 @@ def test_a_container_gets_a_neutral_id_the_next_request_names(
 
 
 def test_another_container_diverges_naming_it(
-    fake_provider: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]]
+    fake_provider: FakeProvider, diverges_offline: DivergesOffline
 ) -> None:
     for _ in range(2):
         fake_provider.queue_anthropic_content(CODE_TURN, container=CONTAINER)
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    code_execution(False, False, fake_provider.base_url)
-    session.finish(result="done")
-    root = fake_provider.base_url
-    fake_provider.stop()
-    offline()
-    session = blackbox(mode="replay", cassette=path)
-    with pytest.raises(anthropic.BadRequestError, match=r"replay diverged at step 2"):
-        code_execution(False, False, root, container="container_011Other")
-    with pytest.raises(ReplayDivergenceError) as caught:
-        session.finish(result="done")
-    assert (caught.value.path, caught.value.expected) == ("params.container", '"container-0"')
+    error = diverges_offline(
+        lambda root: code_execution(False, False, root),
+        lambda root: code_execution(False, False, root, container="container_011Other"),
+        anthropic.BadRequestError,
+        r"replay diverged at step 2",
+    )
+    assert (error.path, error.expected) == ("params.container", '"container-0"')
 
 
 def test_a_replay_gone_live_refuses_to_send_a_response_id_it_handed_out(

@@ -18,11 +18,10 @@ import pytest
 from google import genai
 from google.genai import types
 
-from pytest_blackbox.engine.session import blackbox
-from pytest_blackbox.errors import ReplayDivergenceError
 from pytest_blackbox.testing import Envelope, FakeProvider
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.loop import settle
+from tests.engine.conftest import DivergesOffline, record_and_replay
 
 MODEL = "gpt-5"
 FLAVORS = [(False, False), (True, False), (False, True), (True, True)]
@@ -89,24 +88,6 @@ def ask_openai(
     return asyncio.run(call())
 
 
-def record_and_replay(
-    fake: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], ask: Callable[[str], Any]
-) -> tuple[Any, Any, Path]:
-    """What the SDK handed over while recording and on the offline replay, and the cassette."""
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    live = ask(fake.base_url)
-    session.finish(result="done")
-    root = fake.base_url
-    fake.stop()
-    attempts = offline()
-    session = blackbox(mode="replay", cassette=path)
-    replayed = ask(root)
-    session.finish(result="done")
-    assert attempts == []
-    return live, replayed, path
-
-
 @pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_moderation_result_is_recorded_and_given_back(
@@ -142,24 +123,19 @@ def test_a_moderation_result_is_recorded_and_given_back(
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_different_moderation_request_diverges(
-    fake_provider: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], api: str
+    fake_provider: FakeProvider, diverges_offline: DivergesOffline, api: str
 ) -> None:
     fake_provider.queue_openai_text("Paris.") if api == "chat" else fake_provider.queue_responses_text(
         "Paris."
     )
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    ask_openai(api, False, False, fake_provider.base_url)
-    session.finish(result="done")
-    root = fake_provider.base_url
-    fake_provider.stop()
-    offline()
-    session = blackbox(mode="replay", cassette=path)
-    with pytest.raises(openai.BadRequestError, match=r"\[blackbox\] replay diverged at step 0"):
-        ask_openai(api, False, False, root, moderation={"model": "omni-moderation-2024-09-26"})
-    with pytest.raises(ReplayDivergenceError) as caught:
-        session.finish(result="anything")
-    assert (caught.value.path, caught.value.expected, caught.value.actual) == (
+    error = diverges_offline(
+        lambda root: ask_openai(api, False, False, root),
+        lambda root: ask_openai(api, False, False, root, moderation={"model": "omni-moderation-2024-09-26"}),
+        openai.BadRequestError,
+        r"\[blackbox\] replay diverged at step 0",
+        result="anything",
+    )
+    assert (error.path, error.expected, error.actual) == (
         "params.moderation.model",
         '"omni-moderation-latest"',
         '"omni-moderation-2024-09-26"',
@@ -416,20 +392,12 @@ def test_logprobs_are_recorded_and_given_back(
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_different_top_logprobs_request_diverges(
-    fake_provider: FakeProvider, tmp_path: Path, offline: Callable[[], list[str]], api: str
+    fake_provider: FakeProvider, diverges_offline: DivergesOffline, api: str
 ) -> None:
     queue = fake_provider.queue_openai_text if api == "chat" else fake_provider.queue_responses_text
     queue("Paris.", envelope=Envelope(logprobs=LOGPROBS))
-    path = tmp_path / "run.json"
-    session = blackbox(mode="record", out=path)
-    ask_logprobs(api, False, False, fake_provider.base_url)
-    session.finish(result="done")
-    root = fake_provider.base_url
-    fake_provider.stop()
-    offline()
-    session = blackbox(mode="replay", cassette=path)
 
-    async def ask_for_five() -> None:
+    async def ask_for_five(root: str) -> None:
         client = openai.OpenAI(base_url=root + "/v1", max_retries=0)
         if api == "chat":
             messages: Any = [{"role": "user", "content": "Capital of France?"}]
@@ -437,11 +405,14 @@ def test_a_different_top_logprobs_request_diverges(
         else:
             client.responses.create(model=MODEL, input="Capital of France?", top_logprobs=5)
 
-    with pytest.raises(openai.BadRequestError, match=r"\[blackbox\] replay diverged at step 0"):
-        asyncio.run(ask_for_five())
-    with pytest.raises(ReplayDivergenceError) as caught:
-        session.finish(result="anything")
-    assert (caught.value.path, caught.value.expected, caught.value.actual) == ("params.topLogprobs", "2", "5")
+    error = diverges_offline(
+        lambda root: ask_logprobs(api, False, False, root),
+        lambda root: asyncio.run(ask_for_five(root)),
+        openai.BadRequestError,
+        r"\[blackbox\] replay diverged at step 0",
+        result="anything",
+    )
+    assert (error.path, error.expected, error.actual) == ("params.topLogprobs", "2", "5")
 
 
 def ask_anthropic_calls(is_async: bool, stream: bool, root: str) -> list[Any]:

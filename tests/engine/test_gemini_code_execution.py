@@ -19,10 +19,9 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_blackbox import ReplayDivergenceError, blackbox, verify_trace
-from pytest_blackbox.engine.session import Session
+from pytest_blackbox import verify_trace
 from pytest_blackbox.testing import FakeProvider
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 CODE = {"language": "PYTHON", "code": "print(1 + 1)"}
 RESULT = {"outcome": "OUTCOME_OK", "output": "2\n"}
@@ -104,25 +103,19 @@ def with_ids(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-def recorded(flavor: str, with_ids: bool, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, Any]:
-    path = tmp_path / "code.json"
-    with FakeProvider() as fake:
+def recorded(flavor: str, with_ids: bool, record_once: RecordOnce) -> tuple[Path, Any]:
+    def queue(fake: FakeProvider) -> None:
         fake.queue_gemini_parts(answer_parts(with_ids))
         fake.queue_gemini_text("You're welcome.")
-        with blackbox(mode="record", out=path) as session:
-            live = converse(fake.gemini_base_url, flavor)
-            session.finish(result="done")
-    return path, live
+
+    return record_once("code.json", queue, lambda fake, _: converse(fake.gemini_base_url, flavor))
 
 
 def test_the_code_and_its_result_are_recorded_in_order_and_given_back_offline(
     recorded: tuple[Path, Any],
     flavor: str,
     with_ids: bool,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    replay_offline: ReplayOffline,
 ) -> None:
     path, live = recorded
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
@@ -144,10 +137,7 @@ def test_the_code_and_its_result_are_recorded_in_order_and_given_back_offline(
     assert steps[1]["payload"].get("omitted", []) == ([] if with_ids else ["codeExecutionId"])
     assert steps[2]["payload"]["messages"][1] == {"role": "assistant", "content": content}
     assert verify_trace(path).ok  # neutral: the provider's code id is server-0
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = converse(fake_provider.gemini_base_url, flavor)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: converse(fake.gemini_base_url, flavor))
     identity = {"id": "server-0"} if with_ids else {}
     assert replayed[0] == [
         {"text": "Let me compute that."},
@@ -160,26 +150,19 @@ def test_the_code_and_its_result_are_recorded_in_order_and_given_back_offline(
     assert replayed[0] == live[0]
     if flavor != "stream":  # a stream's text arrives in other pieces
         assert without_ids(replayed[1]["candidates"]) == without_ids(live[1]["candidates"])
-    assert fake_provider.requests == [] and attempts == []
 
 
 def test_changed_code_in_the_history_diverges_naming_it(
     recorded: tuple[Path, Any],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
 ) -> None:
     path, _ = recorded
 
     def edit(parts: list[Any]) -> None:
         parts[1].executable_code.code = "print(2 + 2)"
 
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(errors.ClientError, match=r"\[blackbox\]"):
-        converse(fake_provider.gemini_base_url, flavor, edit)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(
+        path, lambda fake, _: converse(fake.gemini_base_url, flavor, edit), errors.ClientError
+    )
     assert error.path == "messages[1].content[1].toolInput.code"
-    assert fake_provider.requests == []
-    session.discard()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
-from pytest_blackbox.engine.session import Session
-from pytest_blackbox.testing import FakeProvider
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 GROUNDING: Any = {
     "webSearchQueries": ["weather Paris"],
@@ -71,23 +67,16 @@ def flavor(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, Any]:
-    path = tmp_path / "grounded.json"
-    with FakeProvider() as fake:
-        fake.queue_gemini_text("Paris is sunny.", grounding=GROUNDING)
-        with blackbox(mode="record", out=path) as session:
-            live = ask(fake.gemini_base_url, flavor)
-            session.finish(result="done")
-    return path, live
+def recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, Any]:
+    return record_once(
+        "grounded.json",
+        lambda fake: fake.queue_gemini_text("Paris is sunny.", grounding=GROUNDING),
+        lambda fake, _: ask(fake.gemini_base_url, flavor),
+    )
 
 
 def test_the_grounding_is_recorded_and_given_back_offline(
-    recorded: tuple[Path, Any],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    recorded: tuple[Path, Any], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = recorded
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
@@ -100,49 +89,33 @@ def test_the_grounding_is_recorded_and_given_back_offline(
         "toolName": "googleSearch",
         "result": GROUNDING,
     }
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = ask(fake_provider.gemini_base_url, flavor)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: ask(fake.gemini_base_url, flavor))
     assert replayed == live
     assert replayed["grounding_metadata"]["web_search_queries"] == ["weather Paris"]
-    assert fake_provider.requests == [] and attempts == []
 
 
 def test_a_changed_search_setting_diverges_naming_it(
     recorded: tuple[Path, Any],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
 ) -> None:
     path, _ = recorded
-    session = sessions(mode="replay", cassette=path)
     since = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     narrowed = types.GoogleSearch(time_range_filter=types.Interval(start_time=since))
-    with pytest.raises(errors.ClientError, match=r"\[blackbox\]"):
-        ask(fake_provider.gemini_base_url, flavor, narrowed)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(
+        path, lambda fake, _: ask(fake.gemini_base_url, flavor, narrowed), errors.ClientError
+    )
     assert error.path is not None and error.path.startswith("tools[0]")
-    assert fake_provider.requests == []
-    session.discard()
 
 
 def test_the_url_context_metadata_is_recorded_and_given_back_offline(
-    flavor: str,
-    tmp_path: Path,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    flavor: str, record_once: RecordOnce, replay_offline: ReplayOffline
 ) -> None:
-    path = tmp_path / "urls.json"
-    with FakeProvider() as fake:
-        fake.queue_gemini_text("The page says sunny.", url_context=URL_CONTEXT)
-        with blackbox(mode="record", out=path) as session:
-            live = ask(fake.gemini_base_url, flavor, urls=True)
-            session.finish(result="done")
+    path, live = record_once(
+        "urls.json",
+        lambda fake: fake.queue_gemini_text("The page says sunny.", url_context=URL_CONTEXT),
+        lambda fake, _: ask(fake.gemini_base_url, flavor, urls=True),
+    )
     steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
     assert steps[0]["payload"]["tools"] == [
         {"name": "urlContext", "description": "", "builtin": "urlContext"}
@@ -153,10 +126,6 @@ def test_the_url_context_metadata_is_recorded_and_given_back_offline(
         "toolName": "urlContext",
         "result": URL_CONTEXT,
     }
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = ask(fake_provider.gemini_base_url, flavor, urls=True)
-    session.finish(result="done")
+    replayed = replay_offline(path, lambda fake, _: ask(fake.gemini_base_url, flavor, urls=True))
     assert replayed == live
     assert replayed["url_context_metadata"]["url_metadata"][0]["retrieved_url"] == "https://w.example/paris"
-    assert fake_provider.requests == [] and attempts == []

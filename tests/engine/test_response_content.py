@@ -17,10 +17,9 @@ from typing import Any
 import anthropic
 import pytest
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 WEB_SEARCH: Any = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
 LOOKUP: Any = {
@@ -124,22 +123,25 @@ def run(base_url: str, flavor: str, tools: dict[str, Any], mutate: Mutation | No
     return asyncio.run(loop())
 
 
+def agent(flavor: str, mutate: Mutation | None = None) -> Callable[[FakeProvider, Session], list[Any]]:
+    """The agent loop against a fake provider, its lookup tool wrapped by the session."""
+    return lambda fake, session: run(fake.base_url, flavor, session.tools({"lookup": lookup}), mutate)
+
+
 @pytest.fixture(params=FLAVORS)
 def flavor(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
+def recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, list[Any]]:
     """One run recorded through the SDK: the cassette and what the agent was handed."""
-    path = tmp_path / "search.json"
-    with FakeProvider() as fake:
+
+    def queue(fake: FakeProvider) -> None:
         fake.queue_anthropic_content(FIRST, stop_reason="tool_use")
         fake.queue_anthropic_text("Sunny and 21 degrees in Paris.")
-        with blackbox(mode="record", out=path) as session:
-            seen = run(fake.base_url, flavor, session.tools({"lookup": lookup}))
-            session.finish(result="done")
-    return path, seen
+
+    return record_once("search.json", queue, agent(flavor))
 
 
 def test_the_cassette_keeps_the_blocks_in_order_under_neutral_ids(recorded: tuple[Path, list[Any]]) -> None:
@@ -183,21 +185,12 @@ def test_the_cassette_keeps_the_blocks_in_order_under_neutral_ids(recorded: tupl
 
 
 def test_a_replay_hands_the_agent_the_same_blocks_offline(
-    recorded: tuple[Path, list[Any]],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    recorded: tuple[Path, list[Any]], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = recorded
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = run(fake_provider.base_url, flavor, session.tools({"lookup": lookup}))
+    replayed = replay_offline(path, agent(flavor))
     assert replayed == live
     assert [block["type"] for block in replayed[0]] == [block["type"] for block in FIRST]
-    session.finish(result="done")
-    assert fake_provider.requests == [] and attempts == []
 
 
 def _citation(messages: list[Any]) -> None:
@@ -225,18 +218,10 @@ def _order(messages: list[Any]) -> None:
 def test_a_changed_history_diverges_naming_the_part(
     recorded: tuple[Path, list[Any]],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
     mutate: Mutation,
     where: str,
 ) -> None:
     path, _ = recorded
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(anthropic.BadRequestError, match=r"\[blackbox\]"):
-        run(fake_provider.base_url, flavor, session.tools({"lookup": lookup}), mutate)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(path, agent(flavor, mutate), anthropic.BadRequestError)
     assert error.path is not None and error.path.startswith(where)
-    assert fake_provider.requests == []
-    session.discard()

@@ -17,10 +17,9 @@ from typing import Any
 import openai
 import pytest
 
-from pytest_blackbox import ReplayDivergenceError, blackbox
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
-from tests.conftest import NetworkGuard
+from tests.engine.conftest import RecordOnce, ReplayDiverges, ReplayOffline
 
 TOOLS: Any = [
     {"type": "web_search", "search_context_size": "medium"},
@@ -125,30 +124,29 @@ def run(
     return asyncio.run(loop())
 
 
+def agent(
+    flavor: str, mutate: Mutation | None = None, size: str = "medium"
+) -> Callable[[FakeProvider, Session], list[Any]]:
+    """The agent loop against a fake provider, its lookup tool wrapped by the session."""
+    return lambda fake, session: run(fake.base_url, flavor, session.tools({"lookup": lookup}), mutate, size)
+
+
 @pytest.fixture(params=["sync", "async", "stream"])
 def flavor(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def recorded(flavor: str, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> tuple[Path, list[Any]]:
-    path = tmp_path / "search.json"
-    with FakeProvider() as fake:
+def recorded(flavor: str, record_once: RecordOnce) -> tuple[Path, list[Any]]:
+    def queue(fake: FakeProvider) -> None:
         fake.queue_responses_output([SEARCH, CITED, CALL])
         fake.queue_responses_text("Sunny and 21 degrees.")
-        with blackbox(mode="record", out=path) as session:
-            seen = run(fake.base_url, flavor, session.tools({"lookup": lookup}))
-            session.finish(result="done")
-    return path, seen
+
+    return record_once("search.json", queue, agent(flavor))
 
 
 def test_the_items_are_recorded_in_order_and_given_back_offline(
-    recorded: tuple[Path, list[Any]],
-    flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
-    network_guard: NetworkGuard,
+    recorded: tuple[Path, list[Any]], flavor: str, replay_offline: ReplayOffline
 ) -> None:
     path, live = recorded
     text = path.read_text(encoding="utf-8")
@@ -182,13 +180,9 @@ def test_the_items_are_recorded_in_order_and_given_back_offline(
         },
         {"type": "tool_use", "toolCallId": "call-0", "toolName": "lookup", "toolInput": {"city": "Paris"}},
     ]
-    session = sessions(mode="replay", cassette=path)
-    attempts = network_guard.block()
-    replayed = run(fake_provider.base_url, flavor, session.tools({"lookup": lookup}))
-    session.finish(result="done")
+    replayed = replay_offline(path, agent(flavor))
     assert replayed == live
     assert [item["type"] for item in replayed[0]] == ["web_search_call", "message", "function_call"]
-    assert fake_provider.requests == [] and attempts == []
 
 
 def _query(items: list[Any]) -> None:
@@ -206,19 +200,11 @@ def _query(items: list[Any]) -> None:
 def test_a_changed_search_diverges_naming_it(
     recorded: tuple[Path, list[Any]],
     flavor: str,
-    fake_provider: FakeProvider,
-    sessions: Callable[..., Session],
-    clean_env: pytest.MonkeyPatch,
+    replay_diverges: ReplayDiverges,
     mutate: Mutation | None,
     size: str,
     where: str,
 ) -> None:
     path, _ = recorded
-    session = sessions(mode="replay", cassette=path)
-    with pytest.raises(openai.BadRequestError, match=r"\[blackbox\]"):
-        run(fake_provider.base_url, flavor, session.tools({"lookup": lookup}), mutate, size)
-    error = session.error
-    assert isinstance(error, ReplayDivergenceError)
+    error = replay_diverges(path, agent(flavor, mutate, size), openai.BadRequestError)
     assert error.path is not None and error.path.startswith(where)
-    assert fake_provider.requests == []
-    session.discard()
