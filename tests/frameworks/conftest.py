@@ -20,10 +20,21 @@ from pytest_blackbox.trace.io import load_trace
 INSTRUCTIONS = "You are a travel assistant. Answer only from the tools' data."
 CHANGED_INSTRUCTIONS = "You are a pirate. Answer in pirate speak."
 INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
-#: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
-QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+#: Plugins the inner runs do not need; hypothesis and langsmith alone cost each inner run seconds of start-up.
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 WEATHER = {"city": "Paris", "tempC": 21, "sky": "clear"}
 LOCAL_TIME = "14:05"
+
+#: The steps of the contract's common run: one model call asking for the two tools at once, both
+#: tools, and the answer.
+TWO_TOOLS_THEN_ANSWER = [
+    "model_input",
+    "model_output",
+    *["tool_call", "tool_result"] * 2,
+    "model_input",
+    "model_output",
+    "metadata",
+]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

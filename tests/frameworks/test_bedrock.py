@@ -28,6 +28,7 @@ from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types
+from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
 anthropic = pytest.importorskip("anthropic")
@@ -46,14 +47,6 @@ AWS = {
     "AWS_SESSION_TOKEN": "blackbox-fake-session-token-0123456789abcdef",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-STEP_TYPES = [
-    "model_input",
-    "model_output",
-    *["tool_call", "tool_result"] * 2,
-    "model_input",
-    "model_output",
-    "metadata",
-]
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,9 @@ from .conftest import (
     step_types,
     tool_results,
 )
+from .conftest import (
+    TWO_TOOLS_THEN_ANSWER as STEP_TYPES,
+)
 from .contract import Recording, fails_strictly, record, replays_offline
 
 #: ``AzureChatOpenAI`` reads its key from AZURE_OPENAI_API_KEY, as Azure deployments configure it.
@@ -71,14 +74,6 @@ TOOL_DEFINITIONS = [
 CALL_REFS: list[dict[str, Any]] = [
     {"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}},
     {"toolCallId": "call-1", "toolName": "get_time", "toolInput": {"city": "Paris"}},
-]
-STEP_TYPES = [
-    "model_input",
-    "model_output",
-    *["tool_call", "tool_result"] * 2,
-    "model_input",
-    "model_output",
-    "metadata",
 ]
 
 

@@ -33,6 +33,7 @@ from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types, tool_results
+from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -44,14 +45,6 @@ AWS = {
     "AWS_SECRET_ACCESS_KEY": "blackbox-fake-secret-access-key-langchain",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
-STEP_TYPES = [
-    "model_input",
-    "model_output",
-    *["tool_call", "tool_result"] * 2,
-    "model_input",
-    "model_output",
-    "metadata",
-]
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
 from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, InnerSuite, TravelTools, payload, step_types
+from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
 PROMPT = "What's the weather and the local time in Paris?"
@@ -40,14 +41,6 @@ CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required"
 TOOL_SPECS = [
     {"type": "function", "function": {"name": name, "description": description, "parameters": CITY}}
     for name, description in (("get_weather", "Current weather for a city."), ("get_time", "Local time."))
-]
-STEP_TYPES = [
-    "model_input",
-    "model_output",
-    *["tool_call", "tool_result"] * 2,
-    "model_input",
-    "model_output",
-    "metadata",
 ]
 
 
