@@ -122,6 +122,8 @@ class CallIds:
         #: This session's last normalized history: the mapping's version then, the parsed items and
         #: their normalized values.
         self._normalized: tuple[int, list[Any], list[Any]] = (-1, [], [])
+        #: Other parts of the last request built once (:meth:`reused`): name → (parsed, built).
+        self._reused: dict[str, tuple[Any, Any]] = {}
         self._next_server = 0
         self._servers: dict[str, tuple[str, str]] = {}
         #: Ids of conversation state the provider keeps (response ids, conversations, containers).
@@ -192,6 +194,18 @@ class CallIds:
         result += [normalize(item, index) for index, item in enumerate(items[reused:], reused)]
         self._normalized = (start, list(items), result[:])
         return result
+
+    def reused(self, name: str, raw: Any, build: Callable[[Any], N]) -> N:
+        """``build(raw)`` for a part of a request that maps no ids (its tool definitions), or what it
+        gave for the last request if ``raw`` is the very object parsed for it: the request body
+        parser hands an object back only when its text is byte for byte the same (``engine.bodies``)."""
+        known = self._reused.get(name)
+        if known is not None and known[0] is raw:
+            built: N = known[1]
+            return built
+        built = build(raw)
+        self._reused[name] = (raw, built)
+        return built
 
     def bind(self, provider_id: str, call_id: str, name: str | None = None) -> None:
         """Map a provider id to a ``call-N`` given out already, replacing what it mapped to (if anything).
