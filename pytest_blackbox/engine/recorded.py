@@ -7,12 +7,12 @@ See docs/engine.md#replay-what-is-compared.
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RecordedToolError
+from ..providers.common import json_copy
 from ..trace.errors import CassetteError
 from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
@@ -43,11 +43,12 @@ class RecordedPair:
         return self.call["payload"].get("toolInput")
 
     def answer(self) -> Any:
-        """A private copy of the recorded result, or the recorded error raised."""
+        """A private copy of the recorded result, or the recorded error raised (a cassette holds
+        plain JSON with safe integers only, which ``json_copy`` copies as they are)."""
         payload = self.result["payload"] if self.result is not None else {}
         if "error" in payload:
             raise RecordedToolError(str(payload["error"]))
-        return copy.deepcopy(payload.get("result"))
+        return json_copy(payload.get("result"))
 
 
 @dataclass(eq=False)
