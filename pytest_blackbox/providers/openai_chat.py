@@ -293,8 +293,10 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
-    envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
+    envelope: dict[str, Any] = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
     envelope["reasoning"] = chat_reasoning(message, "choices[0].message")
+    if finish is None:  # OpenAI-compatible servers that never say why the answer ended
+        envelope["omitted"] = ("finishReason",)
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
@@ -348,7 +350,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
                 "a replay would return null content",
                 "choices[0].message",
             )
-        if finish not in ("tool_calls", "length"):
+        if finish not in ("tool_calls", "length", None):
             unsupported(
                 f"tool calls with finish_reason {label(finish)} "
                 "(the API returns stop when tool_choice names a function)",
@@ -403,7 +405,9 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
             }
             for call in recorded.calls
         ]
-    finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
+    finish: str | None = None  # when the response named none (omitted)
+    if "finishReason" not in recorded.omitted:
+        finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
     logprobs = chat_logprobs_wire(recorded.logprobs)
     completion = {
         "id": f"blackbox-replay-{where['output_index']}",
@@ -433,14 +437,16 @@ def collect_stream(body: bytes) -> dict[str, Any]:
 
     Deltas are joined as the SDK's stream helper joins them (content, refusal, and each tool call's
     arguments by its ``index``); the ``include_usage`` chunk gives the usage; reading stops at
-    ``data: [DONE]``. An ``error`` chunk, or a stream without a ``finish_reason``, is refused.
+    ``data: [DONE]``. An ``error`` chunk is refused, and so is a stream that ends with neither a
+    ``finish_reason`` nor ``[DONE]`` (it was cut short); some OpenAI-compatible servers end a whole
+    answer with ``[DONE]`` alone, never naming a ``finish_reason``.
     """
     collector = _CompletionCollector()
     for position, event in enumerate(parse_events(body)):
         if event.data.startswith("[DONE]"):
-            break
+            return collector.completion(done=True)
         collector.add(event_object(event, position), position)
-    return collector.completion()
+    return collector.completion(done=False)
 
 
 class _CompletionCollector:
@@ -496,11 +502,12 @@ class _CompletionCollector:
             elif key != "index" and value is not None:
                 call[key] = value
 
-    def completion(self) -> dict[str, Any]:
+    def completion(self, *, done: bool) -> dict[str, Any]:
+        """The completion, once the stream has ended (``done``: with ``data: [DONE]``)."""
         if self._head is None:
             stream_problem("has no chunks", cut_short=True)
-        if self._finish is None:
-            stream_problem("ended without a finish_reason (it was cut short)", cut_short=True)
+        if self._finish is None and not done:
+            stream_problem("ended without a finish_reason or [DONE] (it was cut short)", cut_short=True)
         message = dict(self._message)
         if self._calls:
             message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]

@@ -124,7 +124,7 @@ Stop = Literal[
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
-Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage"]
+Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage", "finishReason"]
 
 
 class _Envelope(TypedDict, total=False):

@@ -527,7 +527,7 @@ def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: st
         ({"content": "Hello"}, "stop", {"type": "final_answer", "text": "Hello"}),
         ({"content": ""}, "stop", {"type": "final_answer", "text": ""}),
         ({"content": ""}, "length", {"type": "final_answer", "text": "", "stop": "length"}),
-        ({"content": "x"}, None, {"type": "final_answer", "text": "x"}),
+        ({"content": "x"}, None, {"type": "final_answer", "text": "x", "omitted": ["finishReason"]}),
         ({"content": "x", "annotations": []}, "stop", {"type": "final_answer", "text": "x"}),
         ({"refusal": ""}, "stop", {"type": "final_answer", "text": "", "stop": "refusal"}),
         (
@@ -558,7 +558,11 @@ def test_response_outputs(message: dict[str, Any], finish: Any, expected: dict[s
 
 def test_a_minimal_body_with_only_a_message_records() -> None:
     body = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
-    assert openai_chat.normalize_response(body, CallIds()) == {"type": "final_answer", "text": "hi"}
+    assert openai_chat.normalize_response(body, CallIds()) == {
+        "type": "final_answer",
+        "text": "hi",
+        "omitted": ["finishReason"],  # the SDK hands over finish_reason None, and so does a replay
+    }
 
 
 RESPONSE_REFUSALS = [

@@ -58,7 +58,7 @@ def script(
             completion["moderation"] = dict(envelope.moderation)
         completion.update(envelope.extras or {})
         completion["choices"][0]["message"].update(envelope.message_extras or {})
-        if envelope.stop is not None:
+        if envelope.stop is not None or not envelope.finish_reason:
             completion["choices"][0]["finish_reason"] = envelope.stop
         if envelope.logprobs is not None:
             completion["choices"][0]["logprobs"] = {
