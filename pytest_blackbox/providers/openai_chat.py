@@ -303,7 +303,10 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
         return with_envelope(ordered_output([text_part(text, citations), *uses], stop), **envelope)
     if calls:
         calls_stop: Literal["length"] | None = "length" if stop == "length" else None
-        return with_envelope(tool_calls_output(_neutral_calls(calls, ids), text, calls_stop), **envelope)
+        output = tool_calls_output(_neutral_calls(calls, ids), text, calls_stop)
+        if message.get("content") == "":  # some compatible servers' calls come with an empty text
+            output["text"] = ""
+        return with_envelope(output, **envelope)
     return with_envelope(final_answer(text, "refusal" if refusal is not None else stop), **envelope)
 
 
@@ -344,12 +347,6 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
             )
         return refusal
     if has_calls:
-        if content == "":
-            unsupported(
-                "tool calls with empty-string content",
-                "a replay would return null content",
-                "choices[0].message",
-            )
         if finish not in ("tool_calls", "length", None):
             unsupported(
                 f"tool calls with finish_reason {label(finish)} "
@@ -382,8 +379,8 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
     content: str | None
     if refused:
         content = None
-    elif recorded.has_calls:
-        content = recorded.text or None
+    elif recorded.has_calls:  # a recorded empty text is an empty content, else none
+        content = recorded.text if "text" in output else None
     else:
         content = recorded.text if recorded.text or recorded.stop != "contentFilter" else None
     message: dict[str, Any] = {

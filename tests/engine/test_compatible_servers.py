@@ -190,3 +190,30 @@ def test_an_answer_without_a_finish_reason_is_given_back_without_one(
     payload = load_trace(path)["steps"][1]["payload"]
     assert payload["omitted"] == ["finishReason"]
     assert payload["type"] == ("tool_calls" if calls else "final_answer")
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("content", ["", None], ids=["empty-content", "null-content"])
+def test_tool_calls_keep_an_empty_content_apart_from_none(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    content: str | None,
+    is_async: bool,
+    stream: bool,
+) -> None:
+    """Some compatible servers send ``content: ""`` beside tool calls (streamed: a role chunk with
+    ``""`` and no text), OpenAI sends ``null``: each comes back as it was, and OpenAI's records as
+    it always did."""
+    fake_provider.queue_openai_tool_calls([("get_weather", {"city": "Paris"})], text=content)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: answer(root, is_async, stream)
+    )
+    assert live["message"]["content"] == content
+    assert replayed == live
+    empty = {"text": ""} if content == "" else {}
+    assert load_trace(path)["steps"][1]["payload"] == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}],
+        **empty,
+    }

@@ -540,6 +540,15 @@ def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: st
             },
         ),
         (
+            {"content": "", "tool_calls": [call("call_A", "f", "{}")]},
+            "tool_calls",
+            {
+                "type": "tool_calls",
+                "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
+                "text": "",
+            },
+        ),
+        (
             {"tool_calls": [call("call_A", "f", '{"a":')]},
             "length",
             {
@@ -629,11 +638,6 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         completion({"refusal": "no"}, "length"), "a refusal together with content", id="refusal-length"
-    ),
-    pytest.param(
-        completion({"content": "", "tool_calls": [call("call_A", "f", "{}")]}, "tool_calls"),
-        "tool calls with empty-string content is not supported yet; a replay would return null content",
-        id="calls-with-empty-content",
     ),
     pytest.param(
         completion({"tool_calls": [call("call_A", "f", "{}")]}, "stop"),
@@ -750,6 +754,22 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
             {
                 "type": "tool_calls",
                 "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
+                "text": "",
+            },
+            "",
+            None,
+            "tool_calls",
+        ),
+        (
+            {"type": "final_answer", "text": "x", "omitted": ["finishReason"]},
+            "x",
+            None,
+            None,
+        ),
+        (
+            {
+                "type": "tool_calls",
+                "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
                 "stop": "length",
             },
             None,
@@ -759,7 +779,7 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
     ],
 )
 def test_synthesized_content_refusal_and_finish_reason(
-    output: dict[str, Any], content: str | None, refusal: str | None, finish: str
+    output: dict[str, Any], content: str | None, refusal: str | None, finish: str | None
 ) -> None:
     body = openai_chat.synthesize_response(output, output_index=1, model=None, timestamp=1500.7)
     choice = body["choices"][0]
