@@ -124,7 +124,9 @@ Stop = Literal[
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
-Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage", "finishReason"]
+Omitted = Literal[
+    "candidateIndex", "textLogprobs", "codeExecutionId", "textMessage", "finishReason", "textPieces"
+]
 
 
 class _Envelope(TypedDict, total=False):
