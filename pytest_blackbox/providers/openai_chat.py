@@ -47,7 +47,14 @@ from .content import (
     ordered_output,
     text_part,
 )
-from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
+from .envelope import (
+    chat_logprobs,
+    chat_logprobs_wire,
+    chat_omitted,
+    merge_chat_logprobs,
+    wire_json,
+    with_envelope,
+)
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .reasoning import JOINED_DELTAS, chat_reasoning, reasoning_deltas, reasoning_wire
 from .replayed import read_output
@@ -295,8 +302,7 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
     envelope: dict[str, Any] = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
     envelope["reasoning"] = chat_reasoning(message, "choices[0].message")
-    if finish is None:  # OpenAI-compatible servers that never say why the answer ended
-        envelope["omitted"] = ("finishReason",)
+    envelope["omitted"] = chat_omitted(finish, [arguments for _, _, arguments in calls])
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
@@ -394,11 +400,15 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
         **reasoning_wire(output.get("reasoning")),
     }
     if recorded.has_calls:
+        null = "callArguments" in recorded.omitted
         message["tool_calls"] = [
             {
                 "id": call["toolCallId"],
                 "type": "function",
-                "function": {"name": call["toolName"], "arguments": arguments_text(call["toolInput"])},
+                "function": {
+                    "name": call["toolName"],
+                    "arguments": None if null else arguments_text(call["toolInput"]),
+                },
             }
             for call in recorded.calls
         ]
@@ -488,14 +498,14 @@ class _CompletionCollector:
         index = delta.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             malformed("choices[0].delta.tool_calls[].index", "an integer", "response")
-        call = self._calls.setdefault(index, {"function": {"arguments": ""}})
+        call = self._calls.setdefault(index, {"function": {"arguments": None}})  # null until a delta
         for key, value in delta.items():
             if key == "function" and isinstance(value, dict):
                 function = call["function"]
                 if isinstance(value.get("name"), str):
                     function["name"] = value["name"]
                 if isinstance(value.get("arguments"), str):
-                    function["arguments"] += value["arguments"]
+                    function["arguments"] = (function["arguments"] or "") + value["arguments"]
             elif key != "index" and value is not None:
                 call[key] = value
 
@@ -553,12 +563,11 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         first = {"index": index, "id": call["id"], "type": "function"}
-        chunks.append(
-            chunk({"tool_calls": [{**first, "function": {"name": function["name"], "arguments": ""}}]})
-        )
+        opening = {"name": function["name"], "arguments": None if function["arguments"] is None else ""}
+        chunks.append(chunk({"tool_calls": [{**first, "function": opening}]}))
         chunks.extend(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in pieces(function["arguments"])
+            for piece in pieces(function["arguments"] or "")
         )
     chunks.append(
         chunk(

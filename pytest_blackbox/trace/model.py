@@ -125,7 +125,13 @@ Stop = Literal[
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
 Omitted = Literal[
-    "candidateIndex", "textLogprobs", "codeExecutionId", "textMessage", "finishReason", "textPieces"
+    "candidateIndex",
+    "textLogprobs",
+    "codeExecutionId",
+    "textMessage",
+    "finishReason",
+    "textPieces",
+    "callArguments",
 ]
 
 

@@ -217,3 +217,27 @@ def test_tool_calls_keep_an_empty_content_apart_from_none(
         "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}],
         **empty,
     }
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+def test_tool_calls_with_null_arguments_are_given_back_null(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    is_async: bool,
+    stream: bool,
+) -> None:
+    """Some compatible servers send a call of a tool without parameters with ``arguments: null``
+    (streamed: no argument delta): it records as an empty input, and a replay sends ``null`` back."""
+    envelope = Envelope(call_arguments=False)
+    fake_provider.queue_openai_tool_calls([("get_weather", {})], envelope=envelope)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: answer(root, is_async, stream)
+    )
+    assert live["message"]["tool_calls"][0]["function"]["arguments"] is None
+    assert replayed == live
+    assert load_trace(path)["steps"][1]["payload"] == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {}}],
+        "omitted": ["callArguments"],
+    }

@@ -549,6 +549,18 @@ def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: st
             },
         ),
         (
+            {"tool_calls": [call("call_A", "f", None), call("call_B", "g", None)]},
+            "tool_calls",
+            {
+                "type": "tool_calls",
+                "calls": [
+                    {"toolCallId": "call-0", "toolName": "f", "toolInput": {}},
+                    {"toolCallId": "call-1", "toolName": "g", "toolInput": {}},
+                ],
+                "omitted": ["callArguments"],
+            },
+        ),
+        (
             {"tool_calls": [call("call_A", "f", '{"a":')]},
             "length",
             {
@@ -638,6 +650,13 @@ RESPONSE_REFUSALS = [
     ),
     pytest.param(
         completion({"refusal": "no"}, "length"), "a refusal together with content", id="refusal-length"
+    ),
+    pytest.param(
+        completion({"tool_calls": [call("call_A", "f", None), call("call_B", "g", "{}")]}, "tool_calls"),
+        "tool calls of which only some have null arguments is not supported yet; a replay gives null "
+        "arguments back to every call of an answer or to none "
+        "(choices[0].message.tool_calls[].function.arguments)",
+        id="some-null-arguments",
     ),
     pytest.param(
         completion({"tool_calls": [call("call_A", "f", "{}")]}, "stop"),

@@ -33,7 +33,8 @@ class Envelope:
     (a streamed Chat answer sends it in a last chunk without choices). ``text_logprobs=False`` leaves
     ``logprobs`` out of a Responses text part and ``candidate_index=False`` leaves ``index`` out of a
     Gemini candidate, as those APIs may, and ``finish_reason=False`` sends a Chat choice's
-    ``finish_reason`` as ``null`` (streamed: in every chunk), as some OpenAI-compatible servers do.
+    ``finish_reason`` as ``null`` (streamed: in every chunk), and ``call_arguments=False`` its tool
+    calls' ``arguments`` (streamed: no argument delta), as some OpenAI-compatible servers do.
     ``text_pieces=False`` streams a Gemini answer's text whole in one chunk (else in two pieces), as
     the API sends a short answer.
     ``stop`` is the protocol's own stop reason, sent instead of the ordinary one: Anthropic's
@@ -54,6 +55,7 @@ class Envelope:
     text_logprobs: bool = True
     candidate_index: bool = True
     finish_reason: bool = True
+    call_arguments: bool = True
     text_pieces: bool = True
     extras: Mapping[str, Any] | None = None
     message_extras: Mapping[str, Any] | None = None
