@@ -1,12 +1,14 @@
-"""DSPy's ``ReAct`` records and replays over LiteLLM, to Chat Completions and to Anthropic, sync and async.
+"""DSPy's ``ReAct`` records and replays on both of DSPy's engines, to Chat Completions and to
+Anthropic, sync and async.
 
 DSPy builds a tool from the function (``dspy.Tool`` reads the signature and the docstring), so the
 function is wrapped first: ``bb.tool("get_weather", get_weather)``. ``ReAct`` asks the model for its
 next tool in DSPy's own text format (``[[ ## next_tool_name ## ]]`` …), one tool per step, then
 extracts the answer in one more call; the signature's instructions are part of the system prompt DSPy
-writes. The language model runs on DSPy's LiteLLM engine (``engine="litellm"``): DSPy's native engine
-sends over sockets of its own, which Blackbox does not see (docs/frameworks.md#dspy). The replay runs
-with only the offline placeholder keys.
+writes. The language model runs on DSPy's default engine, which sends over HTTP transports of its own
+(seen through the interception layer's adapter for them), or on its LiteLLM engine
+(``engine="litellm"``, docs/frameworks.md#dspy). The replay runs with only the offline placeholder
+keys.
 """
 
 from __future__ import annotations
@@ -73,16 +75,23 @@ ANSWERS = [
 
 @dataclass(frozen=True)
 class Flavor:
-    """The provider LiteLLM routes to, and ``module(...)`` or ``await module.acall(...)``."""
+    """The provider, DSPy's engine (its default, or LiteLLM), and ``module(...)`` or
+    ``await module.acall(...)``."""
 
     api: str
     style: str
+    engine: str
 
     def lm(self, root: str) -> dspy.LM:
-        """The key comes from the environment: the suite's while recording, the placeholder in a replay."""
-        if self.api == "anthropic":
-            return dspy.LM("anthropic/claude-sonnet-4-5", api_base=root, cache=False, engine="litellm")
-        return dspy.LM("openai/gpt-5", api_base=root + "/v1", cache=False, engine="litellm")
+        """The key comes from the environment: the suite's while recording, the placeholder in a replay.
+
+        DSPy's default engine takes the API's base as the provider documents it (``…/v1``); LiteLLM
+        adds Anthropic's ``/v1`` itself."""
+        model = "anthropic/claude-sonnet-4-5" if self.api == "anthropic" else "openai/gpt-5"
+        if self.engine == "default":
+            return dspy.LM(model, api_base=root + "/v1", cache=False)
+        base = root if self.api == "anthropic" else root + "/v1"
+        return dspy.LM(model, api_base=base, cache=False, engine="litellm")
 
     def script(self, fake: FakeProvider) -> None:
         queue = fake.queue_anthropic_text if self.api == "anthropic" else fake.queue_openai_text
@@ -91,7 +100,8 @@ class Flavor:
 
 
 FLAVORS = [
-    pytest.param(Flavor(api, style), id=f"{api}-{style}")
+    pytest.param(Flavor(api, style, engine), id=f"{engine}-{api}-{style}")
+    for engine in ("default", "litellm")
     for api in ("anthropic", "openai-chat")
     for style in ("sync", "async")
 ]
