@@ -24,6 +24,7 @@ import functools
 import importlib.abc
 import importlib.machinery
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = ["install"]
 #: The package holding DSPy's transports (and its response types).
 _TRANSPORTS = "dspy._vendor.lm15.transports"
 _MARK = "_pytest_blackbox_wrapped"
+_lock = threading.Lock()
 
 
 def install() -> None:
@@ -52,12 +54,14 @@ def install() -> None:
 
 
 def _wrap(module: ModuleType) -> None:
+    """Wrap both classes once: a second wrapping would decide on each request twice."""
     sync_class: Any = module.StdlibTransport
     async_class: Any = module.StdlibAsyncTransport
-    if getattr(sync_class.stream, _MARK, False):
-        return
-    sync_class.stream = _sync_stream(module, sync_class.stream)
-    async_class._do_stream = _async_stream(module, async_class._do_stream)
+    with _lock:
+        if getattr(sync_class.stream, _MARK, False):
+            return
+        sync_class.stream = _sync_stream(module, sync_class.stream)
+        async_class._do_stream = _async_stream(module, async_class._do_stream)
 
 
 def _sync_stream(module: ModuleType, original: Callable[..., Any]) -> Callable[..., Any]:
