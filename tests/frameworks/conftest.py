@@ -128,12 +128,13 @@ class InnerSuite:
         self.run("--record-mode=once", expect_tool_calls=expect_tool_calls).assert_outcomes(passed=1)
         return self.pytester.path / "cassettes" / "test_agent" / f"{test}.json"
 
-    def replays_offline(self, cassette: Path, fake: FakeProvider, key_variable: str) -> None:
-        """With the provider stopped and its key unset the test replays and passes, runs no tool (the
-        inner test checks) and leaves its cassette byte for byte as it was."""
+    def replays_offline(self, cassette: Path, fake: FakeProvider, *key_variables: str) -> None:
+        """With the provider stopped and its key (or credentials) unset the test replays and passes,
+        runs no tool (the inner test checks) and leaves its cassette byte for byte as it was."""
         recorded = cassette.read_bytes()
         fake.stop()
-        self.monkeypatch.delenv(key_variable)
+        for name in key_variables:
+            self.monkeypatch.delenv(name)
         replayed = self.run(expect_tool_calls="")
         replayed.assert_outcomes(passed=1)
         replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])

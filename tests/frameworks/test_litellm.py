@@ -226,7 +226,7 @@ def test_weather(blackbox):
     weather = blackbox.tool("get_weather", get_weather)
     while True:
         message = litellm.completion(
-            model="anthropic/claude-sonnet-4-5", messages=messages, tools=[tool]
+            model=os.environ["LITELLM_MODEL"], messages=messages, tools=[tool]
         ).choices[0].message
         if not message.tool_calls:
             break
@@ -239,17 +239,29 @@ def test_weather(blackbox):
 """
 
 
+#: Routes run through the plugin: the variable LiteLLM reads the provider's address from, and the
+#: credentials the replay goes without (the plugin sets their placeholders before conftests load).
+PLUGIN_ROUTES = {
+    "anthropic": ("ANTHROPIC_BASE_URL", ("ANTHROPIC_API_KEY",)),
+    "bedrock": ("AWS_BEDROCK_RUNTIME_ENDPOINT", ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")),
+}
+
+
+@pytest.mark.parametrize("api", PLUGIN_ROUTES)
 def test_the_plugin_records_once_then_replays_without_provider_or_key(
-    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+    api: str, inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
-    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
-    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    address, credentials = PLUGIN_ROUTES[api]
+    queue = getattr(fake_provider, ROUTES[api].queue)
+    queue([CALLS[0]])
+    queue([], text="Paris is clear at 21 °C.")
+    monkeypatch.setenv(address, fake_provider.base_url)
+    monkeypatch.setenv("LITELLM_MODEL", ROUTES[api].model)
     inner.in_a_process_of_its_own = True  # LiteLLM is first imported while the session runs
     cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
     assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
-    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
+    inner.replays_offline(cassette, fake_provider, *credentials)
 
 
 def test_an_anthropic_stream_litellm_leaves_unread_is_refused_while_recording(
