@@ -31,7 +31,6 @@ from typing import Any
 
 import httpx
 
-from .decoding import decode_body
 from .handler import Decide, Forward, Reply, UpstreamResponse
 from .mocker import innermost
 from .transport import reply_headers
@@ -109,6 +108,7 @@ def _async_stream(module: ModuleType, original: Callable[..., Any]) -> Callable[
 
 
 def _decision(decide: Decide, request: Any, *, is_async: bool) -> Reply | Forward | None:
+    """What answers the request, asked as the httpx transport asks (its URL and headers as httpx's)."""
     headers = httpx.Headers(list(request.headers))
     return decide(request.method.upper(), httpx.URL(request.url), headers, bytes(request.body), is_async)
 
@@ -118,12 +118,17 @@ def _target(request: Any, forward: Forward) -> Any:
     return request if forward.target is None else dataclasses.replace(request, url=forward.target)
 
 
-def _answered(module: ModuleType, forward: Forward, sent: Any, raw: bytes, *, is_async: bool = False) -> Any:
-    """Show the whole answer to the handler, and hand the client a response carrying the same bytes."""
+def _answered(module: ModuleType, forward: Forward, sent: Any, body: bytes, *, is_async: bool = False) -> Any:
+    """Show the whole answer to the handler, and hand the client a response carrying the same bytes.
+
+    The transport undoes a content-encoding itself and keeps the header: the handler sees the body
+    as it is, without the header, and the client gets both as the transport gave them.
+    """
     headers = [(name.lower(), value) for name, value in sent.headers]
     if forward.on_response is not None:
-        forward.on_response(UpstreamResponse(sent.status, headers, decode_body(raw, headers)))
-    return _response(module, sent.status, list(sent.headers), raw, is_async=is_async)
+        decoded = [(name, value) for name, value in headers if name != "content-encoding"]
+        forward.on_response(UpstreamResponse(sent.status, decoded, body))
+    return _response(module, sent.status, list(sent.headers), body, is_async=is_async)
 
 
 def _response(

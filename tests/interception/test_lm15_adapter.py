@@ -32,9 +32,9 @@ Sent = tuple[int, list[tuple[str, str]], bytes]
 CHAT = json.dumps({"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}).encode()
 
 
-def chat(root: str) -> Any:
+def chat(root: str, *headers: tuple[str, str]) -> Any:
     return transports.TransportRequest(
-        "POST", root + "/v1/chat/completions", [("content-type", "application/json")], CHAT
+        "POST", root + "/v1/chat/completions", [("content-type", "application/json"), *headers], CHAT
     )
 
 
@@ -79,16 +79,23 @@ def test_a_reply_answers_a_model_call_without_a_connection(
     assert fake_provider.requests == []
 
 
+@pytest.mark.parametrize("gzip", [False, True], ids=["plain", "gzip"])
 def test_a_forward_sends_the_request_and_shows_the_whole_answer(
-    fake_provider: FakeProvider, is_async: bool
+    fake_provider: FakeProvider, is_async: bool, gzip: bool
 ) -> None:
-    fake_provider.queue_openai_text("Hello.")
+    """The transport decodes a gzip answer (when asked for one) itself: the handler sees it decoded,
+    without the header."""
+    fake_provider.queue_openai_text("Hello.", gzip=gzip)
     answers: list[UpstreamResponse] = []
     with Interceptor(lambda _: Forward(answers.append), refuse, routes=ROUTES):
-        status, _, body = send(chat(fake_provider.base_url), is_async)
+        accept = [("accept-encoding", "gzip")] if gzip else []
+        status, headers, body = send(chat(fake_provider.base_url, *accept), is_async)
     [answer] = answers
     assert status == answer.status == 200
     assert body == answer.body and json.loads(body)["choices"][0]["message"]["content"] == "Hello."
+    encodings = [value for name, value in headers if name.lower() == "content-encoding"]
+    assert encodings == (["gzip"] if gzip else [])
+    assert "content-encoding" not in dict(answer.headers)
     assert [request.json for request in fake_provider.requests] == [json.loads(CHAT)]
 
 
