@@ -24,8 +24,6 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip("dspy", reason="DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
@@ -43,6 +41,7 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    go_keyless,
     payload,
     step_types,
 )
@@ -131,8 +130,7 @@ def recorded(
     recording, answer, tools = record(fake_provider, tmp_path / "dspy.json", sessions, partial(run, flavor))
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
-    for name in TEST_KEYS:
-        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+    go_keyless(monkeypatch)
     return recording
 
 
