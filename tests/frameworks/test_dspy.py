@@ -76,8 +76,8 @@ ANSWERS = [
 
 @dataclass(frozen=True)
 class Flavor:
-    """The provider, DSPy's engine (its native one, lm15, or LiteLLM), and ``module(...)`` or
-    ``await module.acall(...)``."""
+    """The provider, DSPy's engine (its native one, lm15, or LiteLLM), and ``module(...)``,
+    ``await module.acall(...)`` or ``dspy.streamify(module)``."""
 
     api: str
     style: str
@@ -102,7 +102,7 @@ FLAVORS = [
     pytest.param(Flavor(api, style, engine), id=f"{engine}-{api}-{style}")
     for engine in ("lm15", "litellm")
     for api in ("anthropic", "openai-chat")
-    for style in ("sync", "async")
+    for style in ("sync", "async", "stream")
 ]
 
 
@@ -112,9 +112,20 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     tools = [bb.tool("get_weather", travel.get_weather), bb.tool("get_time", travel.get_time)]
     react = dspy.ReAct(signature, tools=tools, max_iters=4)
     with dspy.context(lm=flavor.lm(root)):
+        if flavor.style == "stream":
+            return str(asyncio.run(streamed(react)).answer)
         if flavor.style == "async":
             return str(asyncio.run(react.acall(question=PROMPT)).answer)
         return str(react(question=PROMPT).answer)
+
+
+async def streamed(react: Any) -> Any:
+    """``dspy.streamify``: each model call streamed, the answer's tokens listened to, the prediction last."""
+    listener = dspy.streaming.StreamListener(signature_field_name="answer")
+    prediction = None
+    async for item in dspy.streamify(react, stream_listeners=[listener])(question=PROMPT):
+        prediction = item if isinstance(item, dspy.Prediction) else prediction
+    return prediction
 
 
 @pytest.fixture
@@ -130,6 +141,9 @@ def recorded(
     recording, answer, tools = record(fake_provider, tmp_path / "dspy.json", sessions, partial(run, flavor))
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
+    # streamify streams the call whose output field is listened to: the answer's extraction, the last
+    streams = [bool(r.json.get("stream")) for r in fake_provider.requests]
+    assert streams == [False, False, False, flavor.style == "stream"]
     go_keyless(monkeypatch)
     return recording
 
