@@ -1,5 +1,5 @@
 """DSPy's ``ReAct`` records and replays on both of DSPy's engines, to Chat Completions and to
-Anthropic, sync and async.
+Anthropic, sync, async and streamed.
 
 DSPy builds a tool from the function (``dspy.Tool`` reads the signature and the docstring), so the
 function is wrapped first: ``bb.tool("get_weather", get_weather)``. ``ReAct`` asks the model for its
