@@ -7,6 +7,8 @@ offline cannot pass.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -37,6 +39,32 @@ TWO_TOOLS_THEN_ANSWER = [
     "model_output",
     "metadata",
 ]
+
+
+class _Deferred:
+    """A module imported on its first attribute access: see :func:`deferred_import`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # collection probes every module-level object for pytest's markers
+            raise AttributeError(attribute)
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+def deferred_import(name: str, reason: str) -> Any:
+    """``name``, imported when a test first uses it rather than when its module is collected.
+
+    Every xdist worker collects every test module, and a framework's import costs seconds (LiteLLM's
+    alone is a quarter of a worker's collection): deferred, only the worker that runs a framework's
+    tests pays for it. A module that is not installed skips the test module at collection, as
+    ``pytest.importorskip`` does. Test modules bind the real module under ``TYPE_CHECKING``, so mypy
+    checks every use.
+    """
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason, allow_module_level=True)
+    return _Deferred(name)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -17,21 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip("litellm", reason="LiteLLM is not installed (pip install 'pytest-blackbox[litellm]')")
-
-import litellm
-from litellm.exceptions import BadRequestError
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests import TEST_KEYS
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     INSTRUCTIONS,
@@ -39,12 +33,19 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     go_keyless,
     payload,
     step_types,
 )
 from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import litellm
+    import litellm.exceptions
+else:
+    litellm = deferred_import("litellm", "LiteLLM is not installed (pip install 'pytest-blackbox[litellm]')")
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -199,7 +200,7 @@ def test_replay_is_offline_and_runs_no_tool(
 def test_strict_replay_fails_on_changed_instructions(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), BadRequestError)
+    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), litellm.exceptions.BadRequestError)
 
 
 #: A user's test file importing LiteLLM inside the test, while the session runs: its price-list fetch
@@ -220,6 +221,7 @@ def get_weather(city: str) -> dict:
 @pytest.mark.blackbox
 def test_weather(blackbox):
     import litellm
+    import litellm.exceptions
 
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
     messages = [{"role": "user", "content": "What's the weather in Paris?"}]
