@@ -60,6 +60,7 @@ _INDEX: Final = re.compile(r"\[\d+\]")
 
 
 def field_pattern(path: str) -> str:
-    """A response field's path with every index written ``[]``: what the ``drop_fields`` setting names
-    (docs/providers.md#response-fields-blackbox-does-not-know), as the refusal and the setting read it."""
+    """A request or response field's path with every index written ``[]``: what the ``drop_fields``
+    setting names (docs/providers.md#fields-blackbox-does-not-know), as the refusal and the setting
+    read it."""
     return _INDEX.sub("[]", path.strip())

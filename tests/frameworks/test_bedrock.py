@@ -21,13 +21,12 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY, set_placeholder_keys
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
-from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types
+from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, go_keyless, payload, step_types
 from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
@@ -320,11 +319,7 @@ def test_no_aws_credential_is_written(recorded: Recording) -> None:
 def keyless(recorded: Recording, provider_keys: pytest.MonkeyPatch) -> Recording:
     """The recording, replayed with no key and no AWS credential set: only the placeholders the
     pytest plugin sets before conftests load (here set as it sets them)."""
-    for name in (*TEST_KEYS, *AWS):
-        provider_keys.delenv(name)
-    placeholders: dict[str, str] = {}
-    for name in set_placeholder_keys(placeholders):
-        provider_keys.setenv(name, placeholders[name])
+    go_keyless(provider_keys)
     assert os.environ["AWS_ACCESS_KEY_ID"] == OFFLINE_PLACEHOLDER_KEY
     return recorded
 
