@@ -65,7 +65,8 @@ def _converse_text(answer):
 
 
 def bedrock(question):
-    runtime = boto3.client("bedrock-runtime", endpoint_url=URL)
+    # a session of its own: boto3's default one keeps the credentials it first found, for the process
+    runtime = boto3.session.Session().client("bedrock-runtime", endpoint_url=URL)
     return _converse_text(runtime.converse(**_converse_options(question)))
 
 
