@@ -1,17 +1,20 @@
 """No cloud credential reaches any output of a pytest run: Bedrock, Vertex AI and Azure, every report on.
 
 One inner suite calls Amazon Bedrock (boto3 and aiobotocore, signed with SigV4 from an access key
-id, a secret and a session token), Anthropic on Vertex AI (an OAuth bearer token) and Azure OpenAI
-(an ``api-key`` header, and an Entra ID token). It records with the junit XML and the markdown
-report on, records again with a changed system prompt into the GitHub job summary, replays with
-no credential, and replays with the first system prompt (every test diverges). The terminal of
-each run, every file left behind (cassettes, reports, junit files, pytest's cache) and what the CLI
-shows of each cassette (``verify``, ``inspect``, the ``view`` page) hold none of the credentials,
-nor the SigV4 signatures the provider received (docs/security.md#secrets).
+id, a secret and a session token), Vertex AI (``AnthropicVertex`` with an OAuth bearer token, and
+google-genai signing with Google's application default credentials: a token, a refresh token and a
+client secret) and Azure OpenAI (an ``api-key`` header, and an Entra ID token). It records with
+the junit XML and the markdown report on, records again with a changed system prompt into the
+GitHub job summary, replays with no credential, and replays with the first system prompt (every
+test diverges). The terminal of each run, every file left behind (cassettes, reports, junit files,
+pytest's cache) and what the CLI shows of each cassette (``verify``, ``inspect``, the ``view``
+page) hold none of the credentials, nor the SigV4 signatures the provider received
+(docs/security.md#secrets).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +41,15 @@ AWS = {
     "AWS_DEFAULT_REGION": "us-west-2",
 }
 VERTEX_TOKEN = "ya29.a0AfB_byBlackboxFakeVertexAccessToken0123456789"
+#: Google's application default credentials of a user, as ``gcloud auth application-default login`` writes.
+GOOGLE_USER = {
+    "type": "authorized_user",
+    "client_id": "764086051850-blackboxfake.apps.googleusercontent.com",
+    "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty",
+    "refresh_token": "1//0gBlackboxFakeRefreshToken0123456789abcdefghijklmnop",
+    "token": "ya29.a0AfB_byBlackboxFakeGeminiAccessToken9876543210",
+    "expiry": "2999-01-01T00:00:00Z",
+}
 AZURE_KEY = "3f9c2e1b5d7a4c8e9f0a1b2c3d4e5f6a"
 ENTRA_TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJibGFja2JveC1mYWtlIn0.c2lnbmF0dXJl"
 
@@ -49,6 +61,8 @@ import aiobotocore.session
 import anthropic
 import boto3
 import openai
+from google import genai
+from google.genai import types
 
 URL = os.environ["FAKE_CLOUD_URL"]
 SYSTEM = os.environ["AGENT_SYSTEM"]
@@ -88,6 +102,15 @@ def vertex(question):
     return message.content[0].text
 
 
+def gemini(question):
+    client = genai.Client(
+        vertexai=True, project="blackbox-suite", location="us-central1",
+        http_options=types.HttpOptions(base_url=URL),
+    )
+    config = types.GenerateContentConfig(system_instruction=SYSTEM)
+    return client.models.generate_content(model="gemini-2.5-flash", contents=question, config=config).text
+
+
 def azure(question, token=None):
     client = openai.AzureOpenAI(
         azure_endpoint=URL, api_version="2024-10-21", azure_ad_token=token, max_retries=0
@@ -121,6 +144,11 @@ def test_vertex():
 
 
 @pytest.mark.blackbox
+def test_gemini():
+    assert agent.gemini("hi") == "hello from gemini"
+
+
+@pytest.mark.blackbox
 def test_azure_key():
     assert agent.azure("hi") == "hello from azure"
 
@@ -129,7 +157,7 @@ def test_azure_key():
 def test_azure_entra():
     assert agent.azure("hi", os.environ.get("AGENT_ENTRA_TOKEN")) == "hello from entra"
 """
-TESTS_RUN = 5
+TESTS_RUN = 6
 #: pytest's cache stays on: what it writes is checked like every other file.
 PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 
@@ -149,13 +177,16 @@ def _queue_answers(fake: FakeProvider) -> None:
     fake.queue_converse_text("hello from bedrock")
     fake.queue_converse_text("hello from aiobotocore")
     fake.queue_anthropic_text("hello from vertex")
+    fake.queue_gemini_text("hello from gemini")
     fake.queue_openai_text("hello from azure")
     fake.queue_openai_text("hello from entra")
 
 
-def _credentials(clean_env: pytest.MonkeyPatch) -> None:
+def _credentials(clean_env: pytest.MonkeyPatch, google: Path) -> None:
     for name, value in AWS.items():
         clean_env.setenv(name, value)
+    google.write_text(json.dumps(GOOGLE_USER), encoding="utf-8")
+    clean_env.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(google))
     clean_env.setenv("AGENT_VERTEX_TOKEN", VERTEX_TOKEN)
     clean_env.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     clean_env.setenv("AGENT_ENTRA_TOKEN", ENTRA_TOKEN)
@@ -199,8 +230,9 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
     clean_env: pytest.MonkeyPatch,
     fake: FakeProvider,
     capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    _credentials(clean_env)
+    _credentials(clean_env, tmp_path / "adc.json")
     runs = [
         _record(
             bare_dir, clean_env, fake, "Be brief.", "--junitxml=record.xml", "--blackbox-report=out/record.md"
@@ -210,13 +242,14 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
     runs.append(
         _record(bare_dir, clean_env, fake, "Be thorough.", "--junitxml=again.xml", "--blackbox-report=github")
     )
-    bedrock, bedrock_async, vertex, azure, entra = fake.requests[TESTS_RUN:]
+    bedrock, bedrock_async, vertex, gemini, azure, entra = fake.requests[TESTS_RUN:]
     for signed in (bedrock, bedrock_async):
         assert signed.headers["authorization"].startswith(
             f"AWS4-HMAC-SHA256 Credential={AWS['AWS_ACCESS_KEY_ID']}/"
         )
         assert signed.headers["x-amz-security-token"] == AWS["AWS_SESSION_TOKEN"]
     assert vertex.headers["authorization"] == f"Bearer {VERTEX_TOKEN}"
+    assert gemini.headers["authorization"] == f"Bearer {GOOGLE_USER['token']}"
     assert azure.headers["api-key"] == AZURE_KEY
     assert entra.headers["authorization"] == f"Bearer {ENTRA_TOKEN}"
     report = (bare_dir.path / "out" / "job-summary.md").read_text(encoding="utf-8")
@@ -224,13 +257,8 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
         "| `cassettes/test_clouds/test_vertex.json` | changed at step 0 model_input: systemPrompt |" in report
     )
 
-    for name in (
-        *AWS,
-        "AGENT_VERTEX_TOKEN",
-        "AZURE_OPENAI_API_KEY",
-        "AGENT_ENTRA_TOKEN",
-        "GITHUB_STEP_SUMMARY",
-    ):
+    names = (*AWS, "GOOGLE_APPLICATION_CREDENTIALS", "AGENT_VERTEX_TOKEN", "AZURE_OPENAI_API_KEY")
+    for name in (*names, "AGENT_ENTRA_TOKEN", "GITHUB_STEP_SUMMARY"):
         clean_env.delenv(name)
     clean_env.setenv("CI", "true")
     replayed = bare_dir.runpytest(*PLUGINS, "--junitxml=replay.xml", "--blackbox-report=out/replay.md")
@@ -244,7 +272,8 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
 
     secrets = [AWS["AWS_ACCESS_KEY_ID"], AWS["AWS_SECRET_ACCESS_KEY"], AWS["AWS_SESSION_TOKEN"]]
     secrets += [VERTEX_TOKEN, AZURE_KEY, ENTRA_TOKEN, *_signatures(fake)]
-    assert len(secrets) == 6 + 2 * 2  # each recording signed two Bedrock requests
+    secrets += [GOOGLE_USER[name] for name in ("client_secret", "refresh_token", "token")]
+    assert len(secrets) == 9 + 2 * 2  # each recording signed two Bedrock requests
 
     def leaked(text: str) -> list[str]:
         return [secret for secret in secrets if secret in text]
