@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_blackbox.cli import main
 from pytest_blackbox.testing import FakeProvider
+from tests.conftest import cli_outputs
 
 from .conftest import exact, summary
 
@@ -209,22 +209,6 @@ def _signatures(fake: FakeProvider) -> list[str]:
     return [header.rsplit("Signature=", 1)[1] for header in signed if header.startswith("AWS4-HMAC-SHA256")]
 
 
-def _cli_outputs(cassettes: list[Path], capsys: pytest.CaptureFixture[str]) -> list[str]:
-    shown = []
-    for cassette in cassettes:
-        page = cassette.with_suffix(".html")
-        for argv in (
-            ["verify", str(cassette)],
-            ["inspect", str(cassette)],
-            ["view", str(cassette), "-o", str(page)],
-        ):
-            main(argv)
-            captured = capsys.readouterr()
-            shown.append(captured.out + captured.err)
-        shown.append(page.read_text(encoding="utf-8"))
-    return shown
-
-
 def test_no_cloud_credential_reaches_any_output_with_every_report_on(
     bare_dir: pytest.Pytester,
     clean_env: pytest.MonkeyPatch,
@@ -282,7 +266,9 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
         assert leaked("\n".join(run.stdout.lines + run.stderr.lines)) == []
     cassettes = sorted((bare_dir.path / "cassettes").rglob("*.json"))
     assert len(cassettes) == TESTS_RUN
-    assert [leaked(text) for text in _cli_outputs(cassettes, capsys) if leaked(text)] == []
+    assert [
+        leaked(text) for cassette in cassettes for text in cli_outputs(cassette, capsys) if leaked(text)
+    ] == []
     files = [path for path in bare_dir.path.rglob("*") if path.is_file()]
     assert {"record.xml", "again.xml", "replay.xml", "diverged.xml", "record.md", "job-summary.md"} <= {
         path.name for path in files
