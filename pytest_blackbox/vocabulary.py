@@ -8,7 +8,6 @@ import re
 from typing import Any, Final, Literal
 
 __all__ = [
-    "BOTOCORE_HANDLER_MARK",
     "FAILING",
     "MATCHES",
     "MEDIA_MODES",
@@ -56,11 +55,6 @@ FAILING: Final[tuple[Outcome, ...]] = ("diverged", "unsupported", "invalid")
 
 #: A keyword argument the caller did not give (where ``None`` is a value of its own).
 UNSET: Final[Any] = object()
-
-#: The attribute that marks a botocore ``before-send`` handler as Blackbox's: the interception layer's
-#: and the pytest plugin's (registered as botocore loads) are one handler, registered once.
-BOTOCORE_HANDLER_MARK: Final = "pytest_blackbox_before_send"
-
 
 _INDEX: Final = re.compile(r"\[\d+\]")
 

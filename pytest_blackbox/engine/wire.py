@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -57,6 +58,11 @@ def parse_json_body(
         raise BlackboxUnsupportedError(
             f"{what} is not JSON; only JSON model calls and event streams can be recorded"
         ) from None
+
+
+#: Plain replies by what builds them (the recorded output, kept alive with them, by identity).
+_PLAIN_BODIES: OrderedDict[tuple[str, int, int, int | float, str | None], tuple[Any, bytes]] = OrderedDict()
+_PLAIN_BODIES_MAX: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -109,8 +115,25 @@ class WireCall:
             return Reply(
                 status=200, body=b"".join(events), headers=list(providers.stream_headers(self.provider))
             )
-        synthesized = self.provider.synthesize_response(output["payload"], **where)
-        return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
+        return Reply(status=200, body=self._plain_body(output["payload"], where))
+
+    def _plain_body(self, payload: Any, where: dict[str, Any]) -> bytes:
+        """The bytes of a plain reply, built once per recorded output: a protocol's response is a
+        function of the output and ``where`` alone (``providers.ReplayArgs``), and a cassette's
+        trace is shared by the runs that replay it and never edited, so every run gets the same
+        bytes."""
+        model = where["model"]
+        key = (self.provider.NAME, id(payload), where["output_index"], where["timestamp"], model)
+        known = _PLAIN_BODIES.get(key) if model is None or isinstance(model, str) else None
+        if known is not None and known[0] is payload:
+            return known[1]
+        synthesized = self.provider.synthesize_response(payload, **where)
+        body = json.dumps(synthesized, ensure_ascii=False).encode("utf-8")
+        if model is None or isinstance(model, str):
+            _PLAIN_BODIES[key] = (payload, body)
+            if len(_PLAIN_BODIES) > _PLAIN_BODIES_MAX:
+                _PLAIN_BODIES.popitem(last=False)
+        return body
 
     def whole_answer(self, response: UpstreamResponse) -> Any:
         """The response body to normalize, or ``None`` for a call that did not succeed as a whole.

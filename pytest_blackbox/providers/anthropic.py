@@ -110,7 +110,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """
     request = require_object(body, "the request body")
     messages = ids.normalized(list_field(request, HISTORY), lambda raw, index: _message(raw, index, ids))
-    tools = [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
+    tools = ids.reused("tools", request.get("tools"), lambda _: _tools(request))
     return model_input(
         messages,
         tools,
@@ -125,6 +125,10 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
             _PARAMS,
         ),
     )
+
+
+def _tools(request: dict[str, Any]) -> list[ToolDefinition]:
+    return [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
 
 
 def _container_named(container: Any, ids: CallIds) -> Any:

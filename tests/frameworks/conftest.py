@@ -7,13 +7,17 @@ offline cannot pass.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_blackbox.engine import KEY_VARIABLES, set_placeholder_keys
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
@@ -37,6 +41,32 @@ TWO_TOOLS_THEN_ANSWER = [
 ]
 
 
+class _Deferred:
+    """A module imported on its first attribute access: see :func:`deferred_import`."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # collection probes every module-level object for pytest's markers
+            raise AttributeError(attribute)
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+def deferred_import(name: str, reason: str) -> Any:
+    """``name``, imported when a test first uses it rather than when its module is collected.
+
+    Every xdist worker collects every test module, and a framework's import costs seconds (LiteLLM's
+    alone is a quarter of a worker's collection): deferred, only the worker that runs a framework's
+    tests pays for it. A module that is not installed skips the test module at collection, as
+    ``pytest.importorskip`` does. Test modules bind the real module under ``TYPE_CHECKING``, so mypy
+    checks every use.
+    """
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason, allow_module_level=True)
+    return _Deferred(name)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A module's ``FLAVORS`` (its SDKs and call styles) parametrize its tests' ``flavor``."""
     if "flavor" in metafunc.fixturenames:
@@ -46,6 +76,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(autouse=True)
 def _keys(provider_keys: pytest.MonkeyPatch) -> None:
     """Every framework test runs in a clean environment with the suite's provider keys."""
+
+
+def go_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No provider key and no cloud credential left in the environment: only the placeholders the
+    pytest plugin sets before conftests load (set here as it sets them), as on a machine with none."""
+    for name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    env = dict(os.environ)
+    for name in set_placeholder_keys(env):
+        monkeypatch.setenv(name, env[name])
 
 
 class TravelTools:
@@ -116,12 +156,13 @@ class InnerSuite:
         self.run("--record-mode=once", expect_tool_calls=expect_tool_calls).assert_outcomes(passed=1)
         return self.pytester.path / "cassettes" / "test_agent" / f"{test}.json"
 
-    def replays_offline(self, cassette: Path, fake: FakeProvider, key_variable: str) -> None:
-        """With the provider stopped and its key unset the test replays and passes, runs no tool (the
-        inner test checks) and leaves its cassette byte for byte as it was."""
+    def replays_offline(self, cassette: Path, fake: FakeProvider, *key_variables: str) -> None:
+        """With the provider stopped and its key (or credentials) unset the test replays and passes,
+        runs no tool (the inner test checks) and leaves its cassette byte for byte as it was."""
         recorded = cassette.read_bytes()
         fake.stop()
-        self.monkeypatch.delenv(key_variable)
+        for name in key_variables:
+            self.monkeypatch.delenv(name)
         replayed = self.run(expect_tool_calls="")
         replayed.assert_outcomes(passed=1)
         replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])

@@ -70,19 +70,16 @@ def test_none_without_a_cassette_fails_with_the_command_that_records_it(suite: S
 
 
 @pytest.mark.parametrize("mode", ["all", "rewrite"])
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
-def test_re_recording_an_unchanged_run_keeps_the_cassette_byte_for_byte(
-    sync_suite: Suite, mode: str, xdist: tuple[str, ...]
-) -> None:
+def test_re_recording_an_unchanged_run_keeps_the_cassette_byte_for_byte(sync_suite: Suite, mode: str) -> None:
     """The same run recorded again differs only in timestamps and hashes: no git churn.
 
-    One module of each flavor, so one inner run (the costly part under xdist) covers both."""
+    One module of each flavor, so one inner run covers both (test_xdist.py does the same under xdist)."""
     suite = sync_suite
     suite.write()
     replace(suite, flavor="async").write(name="test_other")
     suite.run("--record-mode=once").assert_outcomes(passed=2)
     old = {module: suite.cassette(module).read_bytes() for module in ("test_weather", "test_other")}
-    result = suite.run(*xdist, f"--record-mode={mode}")
+    result = suite.run(f"--record-mode={mode}")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([exact(summary(unchanged=2))])
     assert not any(line.startswith("  changed:") for line in result.stdout.lines)
@@ -91,17 +88,16 @@ def test_re_recording_an_unchanged_run_keeps_the_cassette_byte_for_byte(
         assert [p.name for p in suite.cassette(module).parent.iterdir()] == ["test_weather.json"]
 
 
-@pytest.mark.parametrize(
-    ("mode", "xdist"), [("all", ()), ("rewrite", ("-n", "2"))], ids=["all", "rewrite-xdist"]
-)
+@pytest.mark.parametrize("mode", ["all", "rewrite"])
 def test_re_recording_a_changed_run_replaces_the_cassette_and_says_where_it_changed(
-    suite: Suite, mode: str, xdist: tuple[str, ...]
+    suite: Suite, mode: str
 ) -> None:
+    """test_xdist.py does the same under xdist, for both flavors in one inner run."""
     suite.write()
     suite.run("--record-mode=once").assert_outcomes(passed=1)
     old = suite.load()
     suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
-    result = suite.run(*xdist, f"--record-mode={mode}")
+    result = suite.run(f"--record-mode={mode}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [

@@ -98,7 +98,11 @@ def _results(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("xdist", XDIST)
-def test_every_node_id_has_a_file_of_its_own(bare_dir: pytest.Pytester, xdist: tuple[str, ...]) -> None:
+def test_every_node_id_has_a_file_of_its_own_and_a_second_run_replays_it(
+    bare_dir: pytest.Pytester, xdist: tuple[str, ...]
+) -> None:
+    """Recorded and replayed under the same ``xdist`` (each inner run under ``-n 2`` costs two worker
+    start-ups, so one recording serves both checks)."""
     _record(bare_dir, *xdist)
     folder = "cassettes/test_paths"
     long_name = "test_param[" + "x" * 150 + "]"
@@ -122,10 +126,6 @@ def test_every_node_id_has_a_file_of_its_own(bare_dir: pytest.Pytester, xdist: t
     in_class = bare_dir.path / folder / "TestGroup.test_in_class.json"
     assert json.loads(in_class.read_text(encoding="utf-8"))["id"] == "TestGroup.test_in_class"
 
-
-@pytest.mark.parametrize("xdist", XDIST)
-def test_a_second_run_replays_every_layout(bare_dir: pytest.Pytester, xdist: tuple[str, ...]) -> None:
-    _record(bare_dir, *xdist)
     result = bare_dir.runpytest(*QUIET, *xdist)
     result.assert_outcomes(passed=TESTS)
     result.stdout.fnmatch_lines([exact(summary(replayed=TESTS))])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,59 +11,74 @@ from .conftest import Suite, exact, summary
 
 UNCHANGED = "unchanged (the same run recorded again; the file was left as it was)."
 XDIST = pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
-
-
-def _three_tests(suite: Suite) -> None:
-    for name in ("test_weather", "test_other", "test_third"):
-        suite.write(name=name)
-
-
-@XDIST
-def test_the_report_lists_new_and_changed_cassettes_and_counts_unchanged(
-    suite: Suite, xdist: tuple[str, ...]
-) -> None:
-    _three_tests(suite)
-    suite.run("--record-mode=once").assert_outcomes(passed=3)
-    suite.cassette("test_other").unlink()  # recorded again below: new
-    suite.write(name="test_weather", body=WEATHER_IN_OSLO)  # changed; test_third unchanged
-    report = suite.pytester.path / "out" / "blackbox.md"
-    result = suite.run(*xdist, "--record-mode=all", f"--blackbox-report={report}")
-    result.assert_outcomes(passed=3)
-    line = summary(recorded=2, unchanged=1)
-    result.stdout.fnmatch_lines([exact(line), "*", exact(f"blackbox: report written to {report}")])
-    assert report.read_text(encoding="utf-8").splitlines() == [
-        "### blackbox: re-recorded cassettes",
-        "",
-        f"`{line}`",
-        "",
-        f"3 re-recorded: 1 new, 1 changed, 1 {UNCHANGED}",
-        "",
-        "| Cassette | What happened |",
-        "| --- | --- |",
-        "| `cassettes/test_other/test_weather.json` | new |",
-        "| `cassettes/test_weather/test_weather.json` | changed at step 0 model_input: messages[0].content |",
-    ]
-
-
+FLAVORS = ("sync", "async")
 WEATHER_IN_OSLO = """
 @pytest.mark.blackbox
 DEF test_weather(blackbox, anthropic_options):
     answer = AWAIT ask(blackbox, anthropic_options, "Oslo")
     assert answer.endswith(" in Oslo.")
 """
+CHANGED = "changed at step 0 model_input: messages[0].content"
+#: The run's summary line: per flavor, one cassette new, one changed and one unchanged.
+LINE = summary(recorded=4, unchanged=2)
+#: The report of that run.
+REPORT = [
+    "### blackbox: re-recorded cassettes",
+    "",
+    f"`{LINE}`",
+    "",
+    f"6 re-recorded: 2 new, 2 changed, 2 {UNCHANGED}",
+    "",
+    "| Cassette | What happened |",
+    "| --- | --- |",
+    "| `cassettes/test_other_async/test_weather.json` | new |",
+    "| `cassettes/test_other_sync/test_weather.json` | new |",
+    f"| `cassettes/test_weather_async/test_weather.json` | {CHANGED} |",
+    f"| `cassettes/test_weather_sync/test_weather.json` | {CHANGED} |",
+]
+
+
+def _re_record(suite: Suite, *args: str) -> pytest.RunResult:
+    """Record three tests of each flavor, then record all again: one new, one changed, one unchanged
+    per flavor (both flavors in one inner run, which costs two worker start-ups under xdist)."""
+    for flavor in FLAVORS:
+        for name in ("test_weather", "test_other", "test_third"):
+            replace(suite, flavor=flavor).write(name=f"{name}_{flavor}")
+    suite.run("--record-mode=once").assert_outcomes(passed=6)
+    for flavor in FLAVORS:
+        suite.cassette(f"test_other_{flavor}").unlink()  # recorded again below: new
+        replace(suite, flavor=flavor).write(name=f"test_weather_{flavor}", body=WEATHER_IN_OSLO)
+    result = suite.run(*args, "--record-mode=all")
+    result.assert_outcomes(passed=6)
+    return result
+
+
+def test_the_report_lists_new_and_changed_cassettes_and_counts_unchanged(sync_suite: Suite) -> None:
+    report = sync_suite.pytester.path / "out" / "blackbox.md"
+    result = _re_record(sync_suite, f"--blackbox-report={report}")
+    result.stdout.fnmatch_lines([exact(LINE), "*", exact(f"blackbox: report written to {report}")])
+    assert report.read_text(encoding="utf-8").splitlines() == REPORT
 
 
 @XDIST
 def test_github_appends_to_the_job_summary(sync_suite: Suite, xdist: tuple[str, ...], tmp_path: Path) -> None:
-    sync_suite.write()
-    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+    """Under xdist the controller writes the report from the summaries the workers sent."""
     job_summary = tmp_path / "step-summary.md"
     job_summary.write_text("earlier step\n", encoding="utf-8")
     sync_suite.pytester._monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job_summary))
-    result = sync_suite.run(*xdist, "--record-mode=all", "--blackbox-report=github")
+    result = _re_record(sync_suite, *xdist, "--blackbox-report=github")
+    result.stdout.fnmatch_lines([exact(LINE), "*", exact(f"blackbox: report written to {job_summary}")])
+    assert job_summary.read_text(encoding="utf-8").splitlines() == ["earlier step", *REPORT, ""]
+
+
+def test_an_unchanged_run_reports_no_table(sync_suite: Suite, tmp_path: Path) -> None:
+    sync_suite.write()
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=1)
+    job_summary = tmp_path / "step-summary.md"
+    sync_suite.pytester._monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job_summary))
+    result = sync_suite.run("--record-mode=all", "--blackbox-report=github")
     result.assert_outcomes(passed=1)
     assert job_summary.read_text(encoding="utf-8").splitlines() == [
-        "earlier step",
         "### blackbox: re-recorded cassettes",
         "",
         f"`{summary(unchanged=1)}`",

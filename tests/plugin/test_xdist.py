@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 
 import pytest
 
-from .conftest import ASK, HEADER, Suite, exact, summary
+from pytest_blackbox.analysis.verify import verify_trace
+
+from .conftest import ASK, HEADER, WEATHER_TEST, Suite, exact, summary
+
+FLAVORS = ("sync", "async")
 
 MIXED = """
 PHASE = os.environ.get("MIX_PHASE", "setup")
@@ -47,15 +52,16 @@ def test_unsupported(blackbox, anthropic_options):
 
 
 def _mixed_suite(suite: Suite, folder: str) -> None:
-    """Two recorded cassettes, one stray cassette, and five tests that each end differently."""
+    """Per flavor, two recorded cassettes and five tests that each end differently; one stray cassette."""
     directory = suite.pytester.mkdir(folder)
-    source = HEADER + ASK[suite.flavor] + MIXED
-    source = source.replace("DEF ", "async def " if suite.flavor == "async" else "def ")
-    source = source.replace("AWAIT ", "await " if suite.flavor == "async" else "")
-    (directory / "test_mix.py").write_text(source, encoding="utf-8")
+    for flavor in FLAVORS:
+        source = HEADER + ASK[flavor] + MIXED
+        source = source.replace("DEF ", "async def " if flavor == "async" else "def ")
+        source = source.replace("AWAIT ", "await " if flavor == "async" else "")
+        (directory / f"test_mix_{flavor}.py").write_text(source, encoding="utf-8")
     setup = suite.run(folder, "--record-mode=once", "-k", "replayed or diverged")
-    setup.assert_outcomes(passed=2)
-    cassettes = directory / "cassettes" / "test_mix"
+    setup.assert_outcomes(passed=2 * len(FLAVORS))
+    cassettes = directory / "cassettes" / "test_mix_sync"
     shutil.copyfile(cassettes / "test_replayed.json", cassettes / "test_gone.json")
 
 
@@ -67,40 +73,92 @@ def _report(result: pytest.RunResult, folder: str) -> list[str]:
     ]
 
 
-def test_the_summary_is_identical_with_and_without_xdist(suite: Suite) -> None:
-    _mixed_suite(suite, "serial")
-    _mixed_suite(suite, "parallel")
-    suite.pytester._monkeypatch.setenv("MIX_PHASE", "run")
+def test_the_summary_is_identical_with_and_without_xdist(sync_suite: Suite) -> None:
+    """Both flavors in each run: one inner run under xdist (two worker start-ups) covers both."""
+    _mixed_suite(sync_suite, "serial")
+    _mixed_suite(sync_suite, "parallel")
+    sync_suite.pytester._monkeypatch.setenv("MIX_PHASE", "run")
 
-    serial = suite.run("-v", "serial")
-    parallel = suite.run("-v", "-n", "2", "parallel")
+    serial = sync_suite.run("-v", "serial")
+    parallel = sync_suite.run("-v", "-n", "2", "parallel")
 
     expected = [
-        summary(replayed=1, recorded=1, diverged=1, unsupported=1, not_written=1, unused=1),
-        "  unused: cassettes/test_mix/test_gone.json",
+        summary(replayed=2, recorded=2, diverged=2, unsupported=2, not_written=2, unused=1),
+        "  unused: cassettes/test_mix_sync/test_gone.json",
     ]
     for result, folder in ((serial, "serial"), (parallel, "parallel")):
-        result.assert_outcomes(passed=2, failed=3)
+        result.assert_outcomes(passed=4, failed=6)
         assert result.ret == pytest.ExitCode.TESTS_FAILED
         assert _report(result, folder) == expected
     parallel.stdout.fnmatch_lines(["created: 2/2 workers"])
+    recorded = ["test_diverged.json", "test_recorded.json", "test_replayed.json"]
     for folder in ("serial", "parallel"):
-        cassettes = suite.pytester.path / folder / "cassettes" / "test_mix"
-        assert sorted(p.name for p in cassettes.iterdir()) == [
-            "test_diverged.json",
-            "test_gone.json",
-            "test_recorded.json",
-            "test_replayed.json",
-        ]
+        cassettes = sync_suite.pytester.path / folder / "cassettes"
+        assert {
+            flavor: sorted(p.name for p in (cassettes / f"test_mix_{flavor}").iterdir()) for flavor in FLAVORS
+        } == {
+            "sync": sorted([*recorded, "test_gone.json"]),
+            "async": recorded,
+        }
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
-def test_record_then_replay_under_xdist(sync_suite: Suite, xdist: tuple[str, ...]) -> None:
+def test_record_then_replay(sync_suite: Suite) -> None:
     sync_suite.write()
     sync_suite.write(name="test_other")
-    recorded = sync_suite.run(*xdist, "--record-mode=once")
+    recorded = sync_suite.run("--record-mode=once")
     recorded.assert_outcomes(passed=2)
     recorded.stdout.fnmatch_lines([exact(summary(recorded=2))])
-    replayed = sync_suite.run(*xdist)
+    replayed = sync_suite.run()
     replayed.assert_outcomes(passed=2)
     replayed.stdout.fnmatch_lines([exact(summary(replayed=2))])
+
+
+#: The standard scenario with the city fixed: recorded again with ``WEATHER_CITY`` set, it is unchanged.
+IN_PARIS = WEATHER_TEST.replace("city()", '"Paris"')
+
+
+def test_record_replay_and_re_record_under_xdist(sync_suite: Suite) -> None:
+    """A cassette's life under ``-n 2``: recorded, replayed, recorded again with ``rewrite`` (two runs
+    unchanged, two changed) and with ``all``. Both flavors in each inner run: each run costs two
+    worker start-ups, so one run checks what test_modes.py checks serially for each flavor."""
+    same = {flavor: f"test_same_{flavor}" for flavor in FLAVORS}
+    changed = {flavor: f"test_changed_{flavor}" for flavor in FLAVORS}
+    for flavor in FLAVORS:
+        replace(sync_suite, flavor=flavor).write(name=same[flavor], body=IN_PARIS)
+        replace(sync_suite, flavor=flavor).write(name=changed[flavor])
+    modules = [*same.values(), *changed.values()]
+    recorded = sync_suite.run("-n", "2", "--record-mode=once")
+    recorded.assert_outcomes(passed=4)
+    recorded.stdout.fnmatch_lines([exact(summary(recorded=4))])
+    replayed = sync_suite.run("-n", "2")
+    replayed.assert_outcomes(passed=4)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=4))])
+    old = {module: sync_suite.load(module) for module in changed.values()}
+    kept = {module: sync_suite.cassette(module).read_bytes() for module in same.values()}
+
+    sync_suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
+    rewritten = sync_suite.run("-n", "2", "--record-mode=rewrite")
+    rewritten.assert_outcomes(passed=4)
+    where = "(step 0 model_input: messages[0].content)"
+    rewritten.stdout.fnmatch_lines(
+        [
+            exact(summary(recorded=2, unchanged=2)),
+            *[exact(f"  changed: cassettes/{module}/test_weather.json {where}") for module in sorted(old)],
+        ],
+        consecutive=True,
+    )
+    assert {module: sync_suite.cassette(module).read_bytes() for module in kept} == kept
+    for module, before in old.items():
+        new = sync_suite.load(module)
+        assert new["steps"][0]["payload"]["messages"][0]["content"] == "What is the weather in Oslo?"
+        assert new["steps"][0]["hash"] != before["steps"][0]["hash"]
+        assert verify_trace(sync_suite.cassette(module)).ok
+
+    kept = {module: sync_suite.cassette(module).read_bytes() for module in modules}
+    again = sync_suite.run("-n", "2", "--record-mode=all")
+    again.assert_outcomes(passed=4)
+    again.stdout.fnmatch_lines([exact(summary(unchanged=4))])
+    assert not any(line.startswith("  changed:") for line in again.stdout.lines)
+    assert {module: sync_suite.cassette(module).read_bytes() for module in modules} == kept
+    for module in modules:
+        assert [p.name for p in sync_suite.cassette(module).parent.iterdir()] == ["test_weather.json"]
