@@ -146,7 +146,9 @@ def test_replay_is_offline_and_runs_no_tool(
 def test_strict_replay_fails_on_changed_instructions(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    fails_strictly(recorded, network_guard, sessions, partial(run, flavor), litellm.exceptions.BadRequestError)
+    fails_strictly(
+        recorded, network_guard, sessions, partial(run, flavor), litellm.exceptions.BadRequestError
+    )
 
 
 #: A user's test file importing LiteLLM inside the test, while the session runs: its price-list fetch
