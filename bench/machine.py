@@ -14,6 +14,8 @@ PACKAGES = (
     "respx",
     "httpx",
     "httpx2",
+    "boto3",
+    "aiobotocore",
     "vcrpy",
     "pytest-recording",
     "pytest",

@@ -19,6 +19,10 @@ for each length, from one run of the benchmark:
 (c) the cassette's size: bytes per model call (the format stores each request's whole history, so a
     run's cassette grows with the square of its length).
 
+``--roads`` measures instead (a) for every road to a model (``roads.py``: the Anthropic SDK direct,
+Anthropic on Vertex AI and on Bedrock, Azure OpenAI, boto3's Bedrock Converse), each against its
+own floor: the same client with prebuilt answers in place of the network.
+
 Every batch makes about ``--budget`` model calls (``--budget // N`` runs, at least 2), recorded
 batches ``--live-budget``.
 
@@ -35,7 +39,7 @@ every variant pays, so "vcrpy / floor" bounds how much faster than vcrpy any rep
 cProfile of the Blackbox replay batch.
 
 Run: ``python bench/replay_bench.py [--calls 10,50,200] [--budget 1000] [--live-budget 300] [--repeat 5]
-[--ints] [--profile] [--clock cpu|wall]``.
+[--ints] [--profile] [--clock cpu|wall] [--roads]``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import json
 import os
 import pstats
 import tempfile
@@ -57,6 +60,7 @@ from typing import Any
 import anthropic
 import httpx2
 import machine
+import roads
 import vcr  # type: ignore[import-untyped]
 
 from pytest_blackbox import blackbox
@@ -66,15 +70,7 @@ from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
 CALLS = 10
-MODEL = "claude-sonnet-5"
-SYSTEM = "You are a research assistant. Look up every item before answering."
-TOOLS = [
-    {
-        "name": "lookup",
-        "description": "Look up one numbered item.",
-        "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
-    }
-]
+MODEL = roads.ROADS["anthropic"].model
 TARGET_FLOOR, TARGET_VCR, TARGET_RECORD = 1.25, 1.5, 1.5
 
 
@@ -91,37 +87,12 @@ def lookup(n: int) -> dict[str, Any]:
 
 
 def script(fake: FakeProvider) -> None:
-    for n in range(_calls["n"] - 1):
-        fake.queue_anthropic_tool_calls([("lookup", {"n": n})], text=f"Looking up item {n}.")
-    fake.queue_anthropic_text("All items found.")
+    roads.ROADS["anthropic"].script(fake, _calls["n"])
 
 
 def agent(client: anthropic.Anthropic, tools: dict[str, Callable[..., Any]]) -> str:
     """The agent loop every variant runs: the same requests, the same tool round trips."""
-    calls = _calls["n"]
-    messages: list[Any] = [{"role": "user", "content": f"Look up items 0 to {calls - 2}."}]
-    for _ in range(calls):
-        response = client.messages.create(
-            model=MODEL,
-            max_tokens=256,
-            system=SYSTEM,
-            messages=messages,
-            tools=TOOLS,  # type: ignore[arg-type]
-        )
-        uses = [block for block in response.content if block.type == "tool_use"]
-        if not uses:
-            return "".join(block.text for block in response.content if block.type == "text")
-        messages.append({"role": "assistant", "content": response.content})
-        results = [
-            {
-                "type": "tool_result",
-                "tool_use_id": use.id,
-                "content": json.dumps(tools[use.name](**use.input)),
-            }
-            for use in uses
-        ]
-        messages.append({"role": "user", "content": results})
-    raise RuntimeError("the agent did not finish")
+    return roads.messages_agent(client, MODEL, _calls["n"], tools)
 
 
 #: What a batch is timed by (``--clock``): the process's CPU time (every thread's, the fake provider's
@@ -298,6 +269,62 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int
     )
 
 
+@dataclass
+class RoadResult:
+    road: str
+    calls: int
+    runs: int
+    ours: float
+    floor: float
+
+
+def measure_road(
+    args: argparse.Namespace, work: Path, fake: FakeProvider, road: roads.Road, calls: int
+) -> RoadResult:
+    """One road's replay beside its floor: a cassette recorded against the fake provider, replayed
+    through the live client, and the same client on prebuilt answers captured from the same run."""
+    runs = max(2, args.budget // calls)
+    cassette = work / f"{road.name}.json"
+    client = road.live(fake.base_url)
+    road.script(fake, calls)
+    with blackbox(mode="record", out=cassette) as session:
+        session.finish(result=road.run(client, calls, session.tools({"lookup": lookup})))
+    bodies: list[bytes] = []
+    road.script(fake, calls)
+    with Interceptor(lambda request: Forward(lambda response: bodies.append(response.body)), routes=ROUTES):
+        road.run(client, calls, {"lookup": lookup})
+    answers, next_body = roads.turns(bodies)
+    floor_client = road.floor(fake.base_url, next_body)
+
+    def replay() -> None:
+        for _ in range(runs):
+            with blackbox(mode="replay", cassette=cassette) as session:
+                session.finish(result=road.run(client, calls, session.tools({"lookup": lookup})))
+
+    def floor() -> None:
+        for _ in range(runs):
+            answers.append(iter(bodies))
+            road.run(floor_client, calls, {"lookup": lookup})
+
+    served = len(fake.requests)
+    times = interleaved(args.repeat, {"ours": replay, "floor": floor})
+    if len(fake.requests) != served:
+        raise RuntimeError(f"a replay of the {road.name} road reached the fake provider")
+    return RoadResult(road.name, calls, runs, times["ours"], times["floor"])
+
+
+def report_roads(results: list[RoadResult]) -> None:
+    """Each road's per-call replay beside its own floor."""
+    print("road      | calls | blackbox µs/call | floor µs/call | over floor | blackbox/floor")
+    for r in results:
+        per_call = r.runs * r.calls
+        ours, floor = r.ours * 1e6 / per_call, r.floor * 1e6 / per_call
+        print(
+            f"{r.road:<9} | {r.calls:5} | {ours:16.0f} | {floor:13.0f} | {ours - floor:+10.0f} | "
+            f"{r.ours / r.floor:13.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -310,6 +337,9 @@ def main() -> None:
     parser.add_argument("--ints", action="store_true", help="integral tool values only (see SCORE_SCALE)")
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="cpu", help="time batches by CPU time (default) or wall"
+    )
+    parser.add_argument(
+        "--roads", action="store_true", help="replay of every road (roads.py) beside its own floor instead"
     )
     args = parser.parse_args()
     _clock["now"] = CLOCKS[args.clock]
@@ -324,6 +354,16 @@ def main() -> None:
     print(f"clock: {args.clock} time")
     results = []
     with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
+        if args.roads:
+            report_roads(
+                [
+                    measure_road(args, Path(tmp), fake, road, n)
+                    for n in lengths
+                    for road in roads.ROADS.values()
+                ]
+            )
+            print(f"load average at the end: {machine.load()}")
+            return
         for calls in lengths:
             work = Path(tmp) / str(calls)
             work.mkdir()

@@ -68,7 +68,7 @@ class UnreplayableWarning(UserWarning):
 
 
 class DroppedFieldWarning(UserWarning):
-    """A recording left out a response field Blackbox does not know, as ``drop_fields`` accepts."""
+    """A recording left out a request or response field Blackbox does not know, as ``drop_fields`` accepts."""
 
 
 class StrayCallWarning(UserWarning):

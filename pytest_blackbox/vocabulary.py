@@ -8,7 +8,6 @@ import re
 from typing import Any, Final, Literal
 
 __all__ = [
-    "BOTOCORE_HANDLER_MARK",
     "FAILING",
     "MATCHES",
     "MEDIA_MODES",
@@ -57,15 +56,11 @@ FAILING: Final[tuple[Outcome, ...]] = ("diverged", "unsupported", "invalid")
 #: A keyword argument the caller did not give (where ``None`` is a value of its own).
 UNSET: Final[Any] = object()
 
-#: The attribute that marks a botocore ``before-send`` handler as Blackbox's: the interception layer's
-#: and the pytest plugin's (registered as botocore loads) are one handler, registered once.
-BOTOCORE_HANDLER_MARK: Final = "pytest_blackbox_before_send"
-
-
 _INDEX: Final = re.compile(r"\[\d+\]")
 
 
 def field_pattern(path: str) -> str:
-    """A response field's path with every index written ``[]``: what the ``drop_fields`` setting names
-    (docs/providers.md#response-fields-blackbox-does-not-know), as the refusal and the setting read it."""
+    """A request or response field's path with every index written ``[]``: what the ``drop_fields``
+    setting names (docs/providers.md#fields-blackbox-does-not-know), as the refusal and the setting
+    read it."""
     return _INDEX.sub("[]", path.strip())

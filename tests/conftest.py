@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_blackbox import Session, blackbox
-from pytest_blackbox.engine import exithooks
+from pytest_blackbox.engine import KEY_VARIABLES, exithooks
 from pytest_blackbox.engine.launched import LAUNCHED_VAR
 from pytest_blackbox.engine.options import SESSION_ENV_VARS
 from pytest_blackbox.testing import FakeProvider
@@ -30,20 +30,13 @@ INHERITED_ENV = (
     "BUILD_NUMBER",
     *SESSION_ENV_VARS,
     LAUNCHED_VAR,
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "AZURE_OPENAI_AD_TOKEN",
+    *KEY_VARIABLES,
     "AZURE_OPENAI_ENDPOINT",
     "OPENAI_API_VERSION",
     "GOOGLE_APPLICATION_CREDENTIALS",
     "ANTHROPIC_BASE_URL",
     "OPENAI_BASE_URL",
     "ANTHROPIC_BEDROCK_BASE_URL",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK",
     "AWS_PROFILE",
     "AWS_REGION",
     "AWS_DEFAULT_REGION",

@@ -9,7 +9,9 @@ with the same characters up to the end of item *j* is byte for byte the same up 
 0…*j* are handed back as the very objects parsed before (a provider then reuses their normalized form
 by identity: :meth:`~pytest_blackbox.providers.CallIds.normalized`) and only the rest of the text is
 parsed. A change anywhere in the old part changes the text before some item's end, so that item and
-every later one are parsed again: nothing is reused that is not identical.
+every later one are parsed again: nothing is reused that is not identical. The fields after the
+array (the tool definitions, the model) come back as the objects parsed before too when the text
+after the array is the same as that body's.
 
 See docs/engine.md#long-conversations.
 """
@@ -42,6 +44,9 @@ class _Parsed:
     before: list[tuple[str, Any]]
     items: list[Any]
     ends: list[int]
+    #: The text after the history array, and the fields read from it (``None``: not read yet).
+    tail: str = ""
+    after: list[tuple[str, Any]] | None = None
 
     def shared(self, text: str) -> int:
         """How many leading history items ``text`` has byte for byte as this body had them."""
@@ -118,7 +123,12 @@ def _parse_object(text: str, history: str, base: _Parsed | None, shared: int) ->
         items, ends = base.items[:shared], base.ends[:shared]
         index = _items(text, ends[-1], items, ends, resumed=True)
         fields[history] = items
-        record = _Parsed(text, history, list(base.before), items, ends)
+        record = _Parsed(text, history, list(base.before), items, ends, text[index:])
+        if base.after is not None and record.tail == base.tail:
+            record.after = base.after  # the same text after the array: the same fields, reused
+            fields.update(base.after)
+            return fields, record
+        record.after = []
         index, more = _after_value(text, index)
     else:
         index = _skip(text, index + 1)
@@ -137,9 +147,12 @@ def _parse_object(text: str, history: str, base: _Parsed | None, shared: int) ->
             items, ends = [], []
             record = _Parsed(text, history, list(fields.items()), items, ends)
             index = _items(text, index + 1, items, ends, resumed=False)
+            record.tail, record.after = text[index:], []
             value: Any = items
         else:
             value, index = _scan(text, index)
+            if record is not None and record.after is not None:
+                record.after.append((key, value))
         fields[key] = value
         index, more = _after_value(text, index)
     if _skip(text, index) != len(text):

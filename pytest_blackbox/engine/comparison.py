@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from ..analysis.jsondiff import ABSENT, Difference, first_difference
 from ..errors import ReplayDivergenceError
+from ..trace.prefix import same_start
 from ..vocabulary import Match
 from .divergence import common_prefix, diverge
 from .recorded import RecordedPair, RecordedRun, RecordedTurn
@@ -57,18 +58,22 @@ _RECORDED_MAX = 4096
 SEQUENCE_RULE = "the sequence match mode"
 
 
-def _parts(request: Any, message_text: Any) -> Parts | None:
+def _parts(request: Any, message_texts: Callable[[list[Any]], list[str | None]]) -> Parts | None:
     """A request's parts (``None``: it is no object with a list of messages, so it is compared whole)."""
     if type(request) is not dict or type(request.get("messages")) is not list:
         return None
     rest = identity_text({key: value for key, value in request.items() if key != "messages"})
-    return rest, [message_text(message) for message in request["messages"]]
+    return rest, message_texts(request["messages"])
+
+
+def _texts(messages: list[Any]) -> list[str | None]:
+    return [identity_text(message) for message in messages]
 
 
 def _recorded_parts(request: Any) -> Parts | None:
     entry = _RECORDED_PARTS.get(id(request))
     if entry is None or entry[0] is not request:
-        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, identity_text))
+        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, _texts))
         if len(_RECORDED_PARTS) > _RECORDED_MAX:
             _RECORDED_PARTS.popitem(last=False)
     return entry[1]
@@ -111,8 +116,9 @@ class Comparison:
         self.rules = rules if rules is not None and rules.active else None
         self._views: dict[RecordedTurn, Any] = {}
         self._texts: dict[RecordedTurn, str] = {}
-        #: The last request's messages by identity (kept alive with them) and their ``identity_text``.
-        self._messages: dict[int, tuple[Any, str | None]] = {}
+        #: The last request's messages (kept alive with them) and their ``identity_text``.
+        self._messages: list[Any] = []
+        self._message_texts: list[str | None] = []
         #: The first request or tool input that matched only through a rule (``None``: none did).
         self.relaxed: Relaxation | None = None
 
@@ -156,23 +162,23 @@ class Comparison:
     # -- exactly as recorded ---------------------------------------------------------------------
 
     def same_parts(self, turn: RecordedTurn, request: Any) -> bool | None:
-        """Whether ``request`` equals the recorded request as sent, compared message by message: a
-        message the previous request held (the same normalized object, see ``CallIds.normalized``,
-        which the session hands out again only for byte-identical history) is not encoded again, and
-        each recorded request's parts are computed once per cassette. ``None``: either is no object
-        with a list of messages (compare them whole)."""
+        """Whether ``request`` equals the recorded request as sent, compared message by message: the
+        messages the previous request started with (the same normalized objects, see
+        ``CallIds.normalized``, which the session hands out again only for byte-identical history)
+        are not encoded again, and each recorded request's parts are computed once per cassette.
+        ``None``: either is no object with a list of messages (compare them whole)."""
         parts = _recorded_parts(turn.request)
-        actual = _parts(request, self._message_text) if parts is not None else None
+        actual = _parts(request, self._texts_of) if parts is not None else None
         if actual is None:
             return None
-        self._messages = {id(message): self._messages[id(message)] for message in request["messages"]}
         return None not in actual[1] and actual == parts
 
-    def _message_text(self, message: Any) -> str | None:
-        entry = self._messages.get(id(message))
-        if entry is None or entry[0] is not message:
-            entry = self._messages[id(message)] = (message, identity_text(message))
-        return entry[1]
+    def _texts_of(self, messages: list[Any]) -> list[str | None]:
+        """Each message's ``identity_text``, encoding only those after the last request's start."""
+        kept = same_start(messages, self._messages)
+        texts = self._message_texts[:kept] + _texts(messages[kept:])
+        self._messages, self._message_texts = list(messages), texts[:]
+        return texts
 
     def _relaxes(self) -> bool:
         """Whether a comparison can pass on a difference (a rule is set, or the mode pairs only)."""
@@ -284,12 +290,6 @@ class StrictComparison(Comparison):
         recorded = self._identities[turn]
         return recorded is not None and recorded == identity_text(view)
 
-    def _message_text(self, message: Any) -> str | None:
-        entry = self._messages.get(id(message))
-        if entry is None or entry[0] is not message:
-            entry = self._messages[id(message)] = (message, identity_text(message))
-        return entry[1]
-
     def check_unedited(self) -> None:
         """The messages of the last request, encoded again, must give the texts they were compared by.
 
@@ -298,12 +298,11 @@ class StrictComparison(Comparison):
         matcher gets copies). Checking it once per run costs one request's encoding, and a message
         edited at any point of the run stays edited, so a break of the promise cannot go unseen.
         """
-        for message, text in self._messages.values():
-            if identity_text(message) != text:
-                raise RuntimeError(
-                    "pytest-blackbox internal error: a request message was edited after it was "
-                    "compared, so this replay's comparison cannot be trusted; please report it"
-                )
+        if _texts(self._messages) != self._message_texts:
+            raise RuntimeError(
+                "pytest-blackbox internal error: a request message was edited after it was "
+                "compared, so this replay's comparison cannot be trusted; please report it"
+            )
 
     def equal_unused(self, following: RecordedTurn | None, view: Any) -> RecordedTurn | None:
         if following is not None and self.identical(following, view):

@@ -75,6 +75,8 @@ class Dispatch:
         self._lock = lock
         self._owner = owner
         self._fail = fail
+        #: The unknown request and response fields this run refuses or accepts losing.
+        self._fields = FieldPolicy(options.drop_fields)
         self.recording: Recording | None = None
         self.cursor: ReplayCursor | None = None
         self.fork: SessionFork | None = None
@@ -106,7 +108,7 @@ class Dispatch:
             concurrent=self.options.mode == "record",
             redact=self.redacted if self._redactor is not None else None,
             media=self.options.media,
-            fields=FieldPolicy(self.options.drop_fields),
+            fields=self._fields,
         )
 
     def redacted(self, value: Any) -> Any:
@@ -149,7 +151,7 @@ class Dispatch:
 
     def _replay_call(self, call: WireCall) -> Reply:
         assert self.cursor is not None
-        model_input = self.redacted(call.normalize(self._ids))
+        model_input = self.redacted(call.normalize(self._ids, self._fields, recording=False))
         turn = self.cursor.answer(model_input, in_order=self.fork is not None)  # a fork: as recorded
         note_call(self._owner, turn.number)
         assert turn.output is not None
@@ -163,7 +165,7 @@ class Dispatch:
         """Past a scripted fork's fork point: the next scripted reply, recorded like a live answer."""
         assert self.fork is not None
         started = self._clock()
-        model_input = call.normalize(self._ids, recording.media)
+        model_input = call.normalize(self._ids, recording.fields, recording.media)
         recording.append_turn(model_input, started, self.fork.next_output(self._ids))
         return call.reply(model_input, recording.recorder.steps[-1])
 

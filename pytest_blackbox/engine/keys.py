@@ -54,7 +54,11 @@ _AWS_SOURCES: Final = (
     "AWS_BEARER_TOKEN_BEDROCK",
 )
 
-#: The environment variables the provider SDKs read their API key from.
+#: Azure OpenAI's key and Entra ID token as LiteLLM names them (it reads ``AZURE_OPENAI_API_KEY``
+#: first, then these).
+_LITELLM_AZURE: Final = ("AZURE_API_KEY", "AZURE_AD_TOKEN")
+
+#: The environment variables the provider SDKs (and LiteLLM) read their API key from.
 #: Azure OpenAI's Entra ID token (``AZURE_OPENAI_AD_TOKEN``) is one too: a bearer credential.
 KEY_VARIABLES: Final = (
     "ANTHROPIC_API_KEY",
@@ -63,6 +67,7 @@ KEY_VARIABLES: Final = (
     "GOOGLE_API_KEY",
     "AZURE_OPENAI_API_KEY",
     "AZURE_OPENAI_AD_TOKEN",
+    *_LITELLM_AZURE,
     *AWS_CREDENTIAL_VARIABLES,
 )
 
@@ -79,7 +84,9 @@ GOOGLE_PLACEHOLDER_CREDENTIALS: Final = str(Path(__file__).with_name("google_pla
 
 #: The variables an offline run gives the placeholder, each unless one of its alternatives is set:
 #: google-genai reads GOOGLE_API_KEY before GEMINI_API_KEY and warns when both are set; the openai
-#: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key; AWS
+#: SDK's ``AzureOpenAI`` takes an Entra ID token from AZURE_OPENAI_AD_TOKEN before the key, and
+#: LiteLLM takes AZURE_OPENAI_API_KEY before its own AZURE_API_KEY and AZURE_AD_TOKEN (so a
+#: placeholder there would shadow the key a LiteLLM user recorded with); AWS
 #: credentials may come from a profile, a container or a web identity instead (the key id and
 #: secret are a pair: the secret gets one only with the key id). Azure's
 #: endpoint and API version get none: they are configuration, not credentials, and the API version
@@ -88,7 +95,7 @@ PLACEHOLDER_VARIABLES: Final[dict[str, tuple[str, ...]]] = {
     "ANTHROPIC_API_KEY": (),
     "OPENAI_API_KEY": (),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
-    "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN",),
+    "AZURE_OPENAI_API_KEY": ("AZURE_OPENAI_AD_TOKEN", *_LITELLM_AZURE),
     "AWS_ACCESS_KEY_ID": _AWS_SOURCES,
     "AWS_SECRET_ACCESS_KEY": ("AWS_ACCESS_KEY_ID", *_AWS_SOURCES),
     "AWS_DEFAULT_REGION": ("AWS_REGION", "AWS_PROFILE"),

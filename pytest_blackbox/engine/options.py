@@ -89,8 +89,9 @@ class SessionOptions:
     #: What a recording keeps of a request's images, documents, audio and files: their digest, or
     #: their bytes too (docs/cassette-format.md#media-parts). A replay compares digests either way.
     media: Media = "digest"
-    #: Response fields no protocol table knows that a recording may leave out (paths with ``[]``),
-    #: instead of refusing the response (docs/providers.md#response-fields-blackbox-does-not-know).
+    #: Request and response fields no protocol table knows that a run may leave out (paths with ``[]``;
+    #: a request's start with ``request.``) instead of refusing them
+    #: (docs/providers.md#fields-blackbox-does-not-know).
     drop_fields: tuple[str, ...] = ()
 
     @property

@@ -65,15 +65,19 @@ class RecordedTurn:
     children: list[RecordedTurn] = field(default_factory=list)
     consumed: bool = False
     settled: bool = False
-    _request: Any = field(default=None, repr=False)
+    #: The recorded requests of every run read from the same steps, by ``model_input`` index.
+    _requests: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
     def request(self) -> Any:
         """The recorded request as a replay compares it: the ``model_input`` payload, its media
-        parts without their bytes (an inline cassette is compared by digest like any other)."""
-        if self._request is None:
-            self._request = without_bytes(self.input["payload"])
-        return self._request
+        parts without their bytes (an inline cassette is compared by digest like any other).
+        Computed once per cassette: the runs that replay it share the same object."""
+        index = self.input["index"]
+        request = self._requests.get(index)
+        if request is None:
+            request = self._requests[index] = without_bytes(self.input["payload"])
+        return request
 
 
 class RecordedRun:
@@ -121,6 +125,7 @@ class RecordedRun:
 
     def _read_turns(self) -> None:
         index, end = self.pre_end, self.end
+        shape = _shape(self.steps)
         while index < end:
             step = self.steps[index]
             if step["type"] != "model_input":
@@ -130,7 +135,7 @@ class RecordedRun:
             following = self.steps[index + 1] if index + 1 < end else None
             output = following if following is not None and following["type"] == "model_output" else None
             pairs, after = self._round_at(index + 2) if output is not None else ([], index + 1)
-            turn = RecordedTurn(len(self.turns), step, output, pairs, after)
+            turn = RecordedTurn(len(self.turns), step, output, pairs, after, _requests=shape.requests)
             self.turns.append(turn)
             self.by_input[index] = turn
             index = after
@@ -172,6 +177,8 @@ class _Shape:
     def __init__(self, steps: list[TraceStep]) -> None:
         self.problem = ToolRounds.of(steps).problem
         self._links: _Links | None = None
+        #: Each recorded call's request as compared (``RecordedTurn.request``), by ``model_input`` index.
+        self.requests: dict[int, Any] = {}
 
     def links(self, turns: list[RecordedTurn]) -> _Links:
         """The links of ``turns`` (a run read from these steps; any run's turns give the same)."""

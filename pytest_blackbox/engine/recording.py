@@ -211,7 +211,7 @@ class Recording:
         """Send the call upstream; its answer is recorded when it arrives whole (a failure is not)."""
         started = self._clock()
         self._ids.states.live = True  # from now on every request reaches the provider
-        model_input = wire.normalize(self._ids, self.media)
+        model_input = wire.normalize(self._ids, self.fields, self.media)
         self._check_retry(model_input)
         self._numbered += 1
         call = ModelCall(model_input, started, self._numbered)

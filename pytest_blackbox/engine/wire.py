@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -16,12 +17,13 @@ from urllib.parse import urlsplit
 from .. import providers
 from ..errors import BlackboxUnsupportedError, BlackboxUsageError, OfflineRequestError, UnreplayableWarning
 from ..interception import ModelRequest, OtherRequest, Reply, UpstreamResponse
-from ..providers.fields import TABLES, unknown_in_response, unknown_in_stream
+from ..providers.fields import TABLES, unknown_in_request, unknown_in_response, unknown_in_stream
 from ..providers.sse import StreamCutShort
 from ..trace.media import without_bytes
 from ..trace.model import ModelInput, TraceStep
 from ..vocabulary import Media
 from .bodies import BodyParser
+from .fields import FieldPolicy
 from .hosts import host_allowed, is_local
 from .keys import (
     AWS_CREDENTIAL_VARIABLES,
@@ -58,6 +60,11 @@ def parse_json_body(
         ) from None
 
 
+#: Plain replies by what builds them (the recorded output, kept alive with them, by identity).
+_PLAIN_BODIES: OrderedDict[tuple[str, int, int, int | float, str | None], tuple[Any, bytes]] = OrderedDict()
+_PLAIN_BODIES_MAX: Final = 4096
+
+
 @dataclass(frozen=True)
 class WireCall:
     """A model call: the provider its route names, the URL path (no query) and the request body."""
@@ -79,10 +86,18 @@ class WireCall:
         body = parse_json_body(request.body, "the request body", parser, provider.HISTORY)
         return cls(provider, urlsplit(request.url).path, body)
 
-    def normalize(self, ids: providers.CallIds, media: Media = "digest") -> ModelInput:
+    def normalize(
+        self, ids: providers.CallIds, fields: FieldPolicy, media: Media = "digest", *, recording: bool = True
+    ) -> ModelInput:
         """The ``model_input`` payload of this request; with ``media="digest"`` its media parts keep
-        their digest and not their bytes (what a digest cassette holds and every replay compares)."""
+        their digest and not their bytes (what a digest cassette holds and every replay compares).
+
+        A top-level field its protocol neither compares nor drops on purpose is refused after the
+        protocol's own refusals (which say more), unless ``fields`` accepts losing it.
+        """
         model_input = self.provider.normalize_request(self.body, ids, path=self.path)
+        table = self._table()
+        fields.check(unknown_in_request(table, self.body) if table else [], "request", recording=recording)
         return model_input if media == "inline" else without_bytes(model_input)
 
     def reply(self, model_input: ModelInput, output: TraceStep) -> Reply:
@@ -100,8 +115,25 @@ class WireCall:
             return Reply(
                 status=200, body=b"".join(events), headers=list(providers.stream_headers(self.provider))
             )
-        synthesized = self.provider.synthesize_response(output["payload"], **where)
-        return Reply(status=200, body=json.dumps(synthesized, ensure_ascii=False).encode("utf-8"))
+        return Reply(status=200, body=self._plain_body(output["payload"], where))
+
+    def _plain_body(self, payload: Any, where: dict[str, Any]) -> bytes:
+        """The bytes of a plain reply, built once per recorded output: a protocol's response is a
+        function of the output and ``where`` alone (``providers.ReplayArgs``), and a cassette's
+        trace is shared by the runs that replay it and never edited, so every run gets the same
+        bytes."""
+        model = where["model"]
+        key = (self.provider.NAME, id(payload), where["output_index"], where["timestamp"], model)
+        known = _PLAIN_BODIES.get(key) if model is None or isinstance(model, str) else None
+        if known is not None and known[0] is payload:
+            return known[1]
+        synthesized = self.provider.synthesize_response(payload, **where)
+        body = json.dumps(synthesized, ensure_ascii=False).encode("utf-8")
+        if model is None or isinstance(model, str):
+            _PLAIN_BODIES[key] = (payload, body)
+            if len(_PLAIN_BODIES) > _PLAIN_BODIES_MAX:
+                _PLAIN_BODIES.popitem(last=False)
+        return body
 
     def whole_answer(self, response: UpstreamResponse) -> Any:
         """The response body to normalize, or ``None`` for a call that did not succeed as a whole.
@@ -127,16 +159,22 @@ class WireCall:
     def unknown_fields(self, response: UpstreamResponse, answer: Any) -> list[str]:
         """The paths of the fields of a whole answer (:meth:`whole_answer`) its protocol does not know:
         of the JSON body, or of every event of a stream."""
-        table = _FIELD_TABLES.get(self.provider.NAME, self.provider.NAME)
-        if table not in TABLES:
-            return []  # Converse: its module refuses, by name, the response fields it does not record
+        table = self._table()
+        if table is None:
+            return []
         if _streamed(response) and not _event_stream(response):
             return unknown_in_stream(table, response.body, answer)
         return unknown_in_response(table, answer)
 
+    def _table(self) -> str | None:
+        """The field table of this call's protocol; ``None`` for Converse, whose module refuses, by
+        name, the request and response fields it does not record."""
+        table = _FIELD_TABLES.get(self.provider.NAME, self.provider.NAME)
+        return table if table in TABLES else None
 
-#: Roads of a protocol whose response fields are that protocol's: InvokeModel's Anthropic bodies. An
-#: AWS event stream is checked through the answer it adds up to (its frames are not SSE).
+
+#: Roads of a protocol whose fields are that protocol's: InvokeModel's Anthropic bodies. An AWS event
+#: stream is checked through the answer it adds up to (its frames are not SSE).
 _FIELD_TABLES: Final = {"bedrock": "anthropic"}
 
 

@@ -8,7 +8,8 @@ request upstream (:class:`Forward`). Modules: ``handler`` (what the handler sees
 ``router`` (the :class:`Interceptor`), ``mocker`` (the respx mocker), ``transport`` and ``tee`` (how
 requests pass and streams are copied), ``decoding`` (content-encodings), ``aiohttp_adapter`` (the
 same routes for what an ``aiohttp.ClientSession`` sends), ``botocore_adapter`` (the same for what
-boto3 sends, through botocore's ``before-send`` event). See docs/engine.md#model-calls.
+boto3 sends, through botocore's ``before-send`` event), ``lm15_adapter`` (the same for what DSPy's
+native engine sends over its own transports). See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations

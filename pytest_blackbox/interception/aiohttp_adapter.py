@@ -37,7 +37,7 @@ from .handler import Forward, Reply, UpstreamResponse
 from .mocker import innermost, route_async
 from .transport import forward_of, reply_headers, routed_already, routing_request
 
-__all__ = ["start", "stop"]
+__all__ = ["client_response", "start", "stop"]
 
 _lock = threading.Lock()
 _users = 0
@@ -80,7 +80,7 @@ def _patch_aiohttp() -> None:
             return await send()
         if isinstance(decision, Forward):
             return await _forward(send, decision, _decompresses(self, kwargs))
-        response = _client_response(self, request, decision.status, reply_headers(decision), decision.body)
+        response = client_response(self, request, decision.status, reply_headers(decision), decision.body)
         await _raise_for_status(self, response, kwargs)
         return response
 
@@ -163,7 +163,7 @@ async def _forward(send: Callable[[], Any], forward: Forward, decompressed: bool
     return response
 
 
-def _client_response(
+def client_response(
     session: Any, request: httpx.Request, status: int, headers: list[tuple[str, str]], body: bytes
 ) -> Any:
     """An ``aiohttp.ClientResponse`` already read from the wire: ``headers`` and ``body`` as given."""

@@ -1,4 +1,5 @@
-"""botocore beside httpx: what a boto3 client sends is decided on through botocore's own event system.
+"""botocore and aiobotocore beside httpx: what a boto3 or aiobotocore client sends is decided on
+through botocore's own event system.
 
 boto3 sends through botocore, which sends through urllib3 and never through httpx. botocore emits
 ``before-send`` with each prepared request just before sending it, and sends nothing when a handler
@@ -10,13 +11,20 @@ reads as it would off the wire); a :class:`Forward` whose handler asks to see th
 here, read to its end (a stream too: the client then reads the copy) and shown to ``on_response``;
 any other request is left to botocore to send.
 
+aiobotocore, boto3's async counterpart, builds its sessions from the same built-in handlers and
+emits the same ``before-send``, awaiting a handler that returns a coroutine; its emitter swaps a
+built-in botocore handler for the async twin ``aiobotocore.hooks`` maps it to. :func:`install` maps
+:func:`before_send` to :func:`before_send_async`, which decides the same way and answers with
+aiobotocore's ``AioAWSResponse`` over an ``aiohttp.ClientResponse`` (what its parsers, streaming
+bodies and event streams read), forwarding through aiobotocore's own aiohttp session.
+
 A handler reaches a client through ``botocore.handlers.BUILTIN_HANDLERS``, which every botocore
 session registers when it is created and copies into each client it builds: :func:`install` adds it
-once (the pytest plugin arranges it as soon as botocore is imported, so clients built at import are
-covered); outside pytest, :func:`install` adds it when an interceptor starts with botocore loaded.
-A session created before that is not seen. When the innermost respx router is not an
-interceptor's, botocore requests are left alone (respx never sees urllib3). botocore stays
-optional: it is never imported here. See docs/engine.md#model-calls.
+once (the pytest plugin arranges it as soon as botocore or aiobotocore is imported, so clients built
+at import are covered); outside pytest, :func:`install` adds it when an interceptor starts with
+botocore loaded. A session created before that is not seen. When the innermost respx router is not
+an interceptor's, botocore requests are left alone (respx never sees urllib3). botocore and
+aiobotocore stay optional: neither is ever imported here. See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations
@@ -29,49 +37,62 @@ from typing import Any
 
 import httpx
 
-from ..vocabulary import BOTOCORE_HANDLER_MARK
+from .aiohttp_adapter import client_response
 from .decoding import decode_body
 from .handler import Forward, Reply, UpstreamResponse
 from .mocker import innermost
-from .transport import reply_headers
+from .transport import reply_headers, routed
 
-__all__ = ["before_send", "install", "is_installed"]
+__all__ = ["before_send", "before_send_async", "install"]
 
 _CHUNK = 64 * 1024
 
 
 def install() -> None:
-    """Register :func:`before_send` for every botocore session created from now on (once).
+    """Register :func:`before_send` for every botocore session created from now on, and its async twin
+    for every aiobotocore session (once each).
 
-    Only once botocore is loaded: a run that never imports boto3 does not pay for importing it (the
-    pytest plugin registers the handler itself as botocore loads).
+    Only once botocore (or aiobotocore) is loaded: a run that never imports boto3 does not pay for
+    importing it. The pytest plugin calls this again as each of the two finishes loading.
     """
     handlers = sys.modules.get("botocore.handlers")
-    if handlers is not None and not is_installed(handlers.BUILTIN_HANDLERS):
+    if handlers is not None and ("before-send", before_send) not in handlers.BUILTIN_HANDLERS:
         handlers.BUILTIN_HANDLERS.append(("before-send", before_send))
-
-
-def is_installed(handlers: list[tuple[Any, ...]]) -> bool:
-    """Whether a Blackbox ``before-send`` handler is among botocore's built-in ``handlers`` already."""
-    return any(getattr(spec[1], BOTOCORE_HANDLER_MARK, False) for spec in handlers if len(spec) > 1)
+    twins = getattr(sys.modules.get("aiobotocore.hooks"), "_HANDLER_MAPPING", None)
+    if isinstance(twins, dict):
+        twins.setdefault(before_send, before_send_async)
 
 
 def before_send(request: Any, **_: Any) -> Any:
     """botocore's ``before-send`` handler: an ``AWSResponse`` answers the request, ``None`` sends it."""
+    decision = _decision(request, is_async=False)
+    if isinstance(decision, Reply):
+        return _response(request.url, decision.status, reply_headers(decision), decision.body)
+    return None if decision is None else _forward(request, decision)
+
+
+async def before_send_async(request: Any, **_: Any) -> Any:
+    """aiobotocore's ``before-send`` handler: an ``AioAWSResponse`` answers the request, ``None`` sends it."""
+    decision = _decision(request, is_async=True)
+    if isinstance(decision, Reply):
+        return _aio_response(request, decision.status, reply_headers(decision), decision.body)
+    return None if decision is None else await _forward_async(request, decision)
+
+
+def _decision(request: Any, *, is_async: bool) -> Reply | Forward | None:
+    """What answers a prepared request: a reply, a forward to send here, or ``None`` (botocore sends it)."""
     decide = innermost()
     if decide is None:
         return None
     url = httpx.URL(request.url)
-    headers = httpx.Headers([(name, _text(value)) for name, value in request.headers.items()])
-    decision = decide(request.method, url, headers, _body(request.body), False)
-    if isinstance(decision, Reply):
-        return _response(request.url, decision.status, reply_headers(decision), decision.body)
-    if decision is None or (decision.on_response is None and decision.target is None):
-        return None
-    return _forward(request, decision)
+    decision = decide(request.method, url, httpx.Headers(_headers(request)), _body(request.body), is_async)
+    if decision is None or isinstance(decision, Reply):
+        return decision
+    return None if decision.on_response is None and decision.target is None else decision
 
 
-setattr(before_send, BOTOCORE_HANDLER_MARK, True)
+def _headers(request: Any) -> list[tuple[str, str]]:
+    return [(name, _text(value)) for name, value in request.headers.items()]
 
 
 def _text(value: str | bytes) -> str:
@@ -103,16 +124,48 @@ def _forward(request: Any, forward: Forward) -> Any:
     except BaseException as error:
         forward.failed(error)
         raise
+    return _response(request.url, sent.status_code, _shown(forward, sent, raw), raw)
+
+
+async def _forward_async(request: Any, forward: Forward) -> Any:
+    """:func:`_forward` through aiobotocore's aiohttp session, which the aiohttp adapter lets pass."""
+    if forward.target is not None:
+        request.url = forward.target
+    try:
+        with routed():
+            async with importlib.import_module("aiobotocore.httpsession").AIOHTTPSession() as session:
+                sent = await session.send(request)
+                raw = await sent.content
+    except BaseException as error:
+        forward.failed(error)
+        raise
+    return _aio_response(request, sent.status_code, _shown(forward, sent, raw), raw)
+
+
+def _shown(forward: Forward, sent: Any, raw: bytes) -> list[tuple[str, str]]:
+    """Show the answer botocore received to the forward's handler; its headers, as the reply carries them."""
     headers = [(name.lower(), _text(value)) for name, value in sent.headers.items()]
     if forward.on_response is not None:
         forward.on_response(UpstreamResponse(sent.status_code, headers, decode_body(raw, headers)))
-    return _response(request.url, sent.status_code, headers, raw)
+    return headers
 
 
 def _response(url: str, status: int, headers: list[tuple[str, str]], body: bytes) -> Any:
     """botocore's ``AWSResponse`` for bytes already read: what its parsers and event streams read."""
     awsrequest: Any = importlib.import_module("botocore.awsrequest")
     return awsrequest.AWSResponse(url, status, awsrequest.HeadersDict(headers), _Raw(body))
+
+
+def _aio_response(request: Any, status: int, headers: list[tuple[str, str]], body: bytes) -> Any:
+    """aiobotocore's ``AioAWSResponse`` over an ``aiohttp.ClientResponse`` already read: the raw
+    response aiobotocore's own aiohttp session hands its parsers, streaming bodies and event streams."""
+    raw = client_response(
+        None, httpx.Request(request.method, request.url, headers=_headers(request)), status, headers, body
+    )
+    headers_dict = importlib.import_module("botocore.awsrequest").HeadersDict(headers)
+    return importlib.import_module("aiobotocore.awsrequest").AioAWSResponse(
+        request.url, status, headers_dict, raw
+    )
 
 
 class _Raw(io.BytesIO):

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import respx
 
-from . import aiohttp_adapter, botocore_adapter
+from . import aiohttp_adapter, botocore_adapter, lm15_adapter
 from .handler import (
     Decide,
     Forward,
@@ -153,6 +153,7 @@ class Interceptor:
             self._router.start()
             aiohttp_adapter.start()
             botocore_adapter.install()
+            lm15_adapter.install()
             self._active = True
 
     def stop(self) -> None:

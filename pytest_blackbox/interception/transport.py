@@ -15,7 +15,8 @@ wire and concurrent calls cannot see each other's callbacks. See docs/engine.md#
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
@@ -33,6 +34,7 @@ __all__ = [
     "is_async",
     "mark_forward",
     "reply_headers",
+    "routed",
     "routed_already",
     "routing_request",
 ]
@@ -64,11 +66,18 @@ class _Routed:
         return self._real.handle_request(request)
 
     async def handle_async_request(self, request: Any) -> Any:
-        token = _ROUTED.set(True)
-        try:
+        with routed():
             return await self._real.handle_async_request(request)
-        finally:
-            _ROUTED.reset(token)
+
+
+@contextmanager
+def routed() -> Iterator[None]:
+    """While the interceptor sends a request it has decided on: the aiohttp adapter lets it pass."""
+    token = _ROUTED.set(True)
+    try:
+        yield
+    finally:
+        _ROUTED.reset(token)
 
 
 def routed_already() -> bool:

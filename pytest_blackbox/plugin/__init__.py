@@ -103,8 +103,8 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         action="append",
         default=None,
         metavar="FIELDS",
-        help="comma-separated response fields Blackbox does not know (choices[].message.foo) that a "
-        "recording may leave out instead of refusing the response, added to every test's own",
+        help="comma-separated request or response fields Blackbox does not know (request.foo, "
+        "choices[].message.foo) that a run may leave out instead of refusing them, added to every test's own",
     )
     group.addoption(
         "--blackbox-report",
@@ -137,7 +137,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
     parser.addini(
         "blackbox_drop_fields",
-        "response fields Blackbox does not know that a recording may leave out (one per line or "
+        "request and response fields Blackbox does not know that a run may leave out (one per line or "
         "comma-separated)",
         type="linelist",
         default=[],

@@ -78,7 +78,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     #: What a recording keeps of a request's media: its digest, or its bytes too.
     media: Media = "digest"
-    #: Response fields Blackbox does not know that a recording may leave out instead of refusing.
+    #: Request and response fields Blackbox does not know that a run may leave out instead of refusing.
     drop_fields: tuple[str, ...] = ()
     #: What the engine applies, ready for ``SessionOptions(**engine_rules)``: any of ``ignore``,
     #: ``normalize``, ``redact``, ``secrets`` and ``matcher``, only those set.

@@ -41,6 +41,7 @@ from .common import is_stream_request as is_stream_request
 from .content import TEXT_ADVICE, builtin_tool, neutral_fields, ordered_output, wire_fields
 from .media import anthropic_block, anthropic_content, message_content
 from .replayed import read_output
+from .settings import anthropic_context
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
 from .vertex import ANTHROPIC_COUNT_TOKENS, ANTHROPIC_ROUTE, model_in_path
 
@@ -109,16 +110,25 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     """
     request = require_object(body, "the request body")
     messages = ids.normalized(list_field(request, HISTORY), lambda raw, index: _message(raw, index, ids))
-    tools = [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
+    tools = ids.reused("tools", request.get("tools"), lambda _: _tools(request))
     return model_input(
         messages,
         tools,
         system_prompt=_system_prompt(request.get("system")),
         model=request.get("model", model_in_path(path)),
         params=pick_params(
-            {**request, "container": _container_named(request.get("container"), ids)}, _PARAMS
+            {
+                **request,
+                "container": _container_named(request.get("container"), ids),
+                "context_management": anthropic_context(request.get("context_management")),
+            },
+            _PARAMS,
         ),
     )
+
+
+def _tools(request: dict[str, Any]) -> list[ToolDefinition]:
+    return [_tool(raw, index) for index, raw in enumerate(list_field(request, "tools"))]
 
 
 def _container_named(container: Any, ids: CallIds) -> Any:

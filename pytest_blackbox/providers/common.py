@@ -31,6 +31,7 @@ from ..trace.model import (
     ToolCallsOutput,
     ToolDefinition,
 )
+from ..trace.prefix import same_start
 from .state import StateIds
 
 if TYPE_CHECKING:
@@ -118,9 +119,11 @@ class CallIds:
         #: that are not reused.
         self._version = 0
         self._unnamed: set[str] = set()
-        #: This session's last normalized history: parsed item's identity → (item, index, version,
-        #: normalized item).
-        self._normalized: dict[int, tuple[Any, int, int, Any]] = {}
+        #: This session's last normalized history: the mapping's version then, the parsed items and
+        #: their normalized values.
+        self._normalized: tuple[int, list[Any], list[Any]] = (-1, [], [])
+        #: Other parts of the last request built once (:meth:`reused`): name → (parsed, built).
+        self._reused: dict[str, tuple[Any, Any]] = {}
         self._next_server = 0
         self._servers: dict[str, tuple[str, str]] = {}
         #: Ids of conversation state the provider keeps (response ids, conversations, containers).
@@ -178,21 +181,31 @@ class CallIds:
     def normalized(self, items: list[Any], normalize: Callable[[Any, int], N]) -> list[N]:
         """``[normalize(item, index) …]`` for a request's history, reusing this session's last one.
 
-        An item that is the very object normalized for the previous request, at the same place, with
-        no mapping changed since, gets the same normalized value: the request body parser hands back
-        an object again only when its text is byte for byte the same (``engine.bodies``), and a
-        provider's normalization of an item depends on nothing else. ``normalize`` may map ids.
+        The leading items that are the very objects normalized for the previous request, at the
+        same places, with no mapping changed since, get the same normalized values (found by identity
+        at C speed, ``trace.prefix``): the request body parser hands back an object again only when
+        its text is byte for byte the same (``engine.bodies``), and a provider's normalization of an
+        item depends on nothing else. ``normalize`` may map ids; only the items after those run it.
         """
-        memo, kept = self._normalized, {}
-        result: list[N] = []
-        for index, item in enumerate(items):
-            entry = memo.get(id(item))
-            if entry is None or entry[0] is not item or entry[1] != index or entry[2] != self._version:
-                entry = (item, index, self._version, normalize(item, index))
-            kept[id(item)] = entry
-            result.append(entry[3])
-        self._normalized = kept
+        version, before, normalized = self._normalized
+        start = self._version  # what the items are normalized under: a change during the loop voids them
+        reused = same_start(items, before) if version == start else 0
+        result: list[N] = normalized[:reused]
+        result += [normalize(item, index) for index, item in enumerate(items[reused:], reused)]
+        self._normalized = (start, list(items), result[:])
         return result
+
+    def reused(self, name: str, raw: Any, build: Callable[[Any], N]) -> N:
+        """``build(raw)`` for a part of a request that maps no ids (its tool definitions), or what it
+        gave for the last request if ``raw`` is the very object parsed for it: the request body
+        parser hands an object back only when its text is byte for byte the same (``engine.bodies``)."""
+        known = self._reused.get(name)
+        if known is not None and known[0] is raw:
+            built: N = known[1]
+            return built
+        built = build(raw)
+        self._reused[name] = (raw, built)
+        return built
 
     def bind(self, provider_id: str, call_id: str, name: str | None = None) -> None:
         """Map a provider id to a ``call-N`` given out already, replacing what it mapped to (if anything).

@@ -31,6 +31,7 @@ __all__ = [
     "TEXT_ADVICE",
     "annotation_objects",
     "builtin_tool",
+    "camel_key",
     "citations_of",
     "content_text",
     "late_instruction",
@@ -196,13 +197,16 @@ def neutral_fields(wire: dict[str, Any], at: str) -> dict[str, Any]:
     ``null`` values are left out: the APIs send them for absent fields, and a replay gives them
     back as ``null`` again (:func:`wire_fields` cannot tell the difference, nor can the SDK).
     """
-    neutral: dict[str, Any] = {}
-    for key, value in wire.items():
-        if not _SNAKE.fullmatch(key):
-            unsupported(f"the field {label(key)}", "only snake_case fields can be recorded here", at)
-        if value is not None:
-            neutral[_CAMEL_PIECE.sub(lambda m: m.group(1).upper(), key)] = json_copy(value)
-    return neutral
+    keys = {key: camel_key(key, at) for key in wire}
+    return {keys[key]: json_copy(value) for key, value in wire.items() if value is not None}
+
+
+def camel_key(key: str, at: str) -> str:
+    """A provider's snake_case name in the neutral camelCase (``cited_text`` → ``citedText``); any
+    other spelling is refused, since :func:`wire_fields` could not give it back."""
+    if not _SNAKE.fullmatch(key):
+        unsupported(f"the field {label(key)}", "only snake_case fields can be recorded here", at)
+    return _CAMEL_PIECE.sub(lambda m: m.group(1).upper(), key)
 
 
 def wire_fields(neutral: dict[str, Any]) -> dict[str, Any]:

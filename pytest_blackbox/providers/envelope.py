@@ -25,6 +25,7 @@ __all__ = [
     "Output",
     "chat_logprobs",
     "chat_logprobs_wire",
+    "chat_omitted",
     "merge_chat_logprobs",
     "wire_json",
     "with_envelope",
@@ -97,6 +98,23 @@ def _camel(key: str) -> str:
 
 def _snake(key: str) -> str:
     return re.sub(r"[A-Z]", lambda match: "_" + match.group().lower(), key)
+
+
+# -- Chat Completions ``null`` fields ------------------------------------------------------------
+
+
+def chat_omitted(finish: Any, arguments: list[Any]) -> tuple[Omitted, ...]:
+    """The Chat fields a choice sent as ``null`` that a replay otherwise fills: its ``finish_reason``
+    (servers that never name one), its calls' ``arguments`` (all of them, or none: refused)."""
+    omitted: tuple[Omitted, ...] = ("finishReason",) if finish is None else ()
+    nulls = [value is None for value in arguments]
+    if any(nulls) and not all(nulls):
+        unsupported(
+            "tool calls of which only some have null arguments",
+            "a replay gives null arguments back to every call of an answer or to none",
+            "choices[0].message.tool_calls[].function.arguments",
+        )
+    return omitted + (("callArguments",) if any(nulls) else ())
 
 
 # -- Chat Completions logprobs: ``choices[0].logprobs`` is ``{"content": [...], "refusal": [...]}`` ----

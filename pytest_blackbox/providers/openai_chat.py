@@ -47,7 +47,14 @@ from .content import (
     ordered_output,
     text_part,
 )
-from .envelope import chat_logprobs, chat_logprobs_wire, merge_chat_logprobs, wire_json, with_envelope
+from .envelope import (
+    chat_logprobs,
+    chat_logprobs_wire,
+    chat_omitted,
+    merge_chat_logprobs,
+    wire_json,
+    with_envelope,
+)
 from .media import CHAT_MEDIA, chat_media, text_or_media
 from .reasoning import JOINED_DELTAS, chat_reasoning, reasoning_deltas, reasoning_wire
 from .replayed import read_output
@@ -293,15 +300,19 @@ def normalize_response(body: Any, ids: CallIds) -> ModelOutput:
     refusal = message.get("refusal")
     text = _answer_text(message.get("content"), refusal, finish, has_calls=bool(calls))
     stop = _STOPS.get(finish) if isinstance(finish, str) else None
-    envelope = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
+    envelope: dict[str, Any] = {"moderation": response.get("moderation"), "logprobs": chat_logprobs(choice)}
     envelope["reasoning"] = chat_reasoning(message, "choices[0].message")
+    envelope["omitted"] = chat_omitted(finish, [arguments for _, _, arguments in calls])
     citations = nested_citations_of(message.get("annotations"), "choices[0].message.annotations")
     if citations:
         uses = [{"type": "tool_use", **call} for call in _neutral_calls(calls, ids)]
         return with_envelope(ordered_output([text_part(text, citations), *uses], stop), **envelope)
     if calls:
         calls_stop: Literal["length"] | None = "length" if stop == "length" else None
-        return with_envelope(tool_calls_output(_neutral_calls(calls, ids), text, calls_stop), **envelope)
+        output = tool_calls_output(_neutral_calls(calls, ids), text, calls_stop)
+        if message.get("content") == "":  # some compatible servers' calls come with an empty text
+            output["text"] = ""
+        return with_envelope(output, **envelope)
     return with_envelope(final_answer(text, "refusal" if refusal is not None else stop), **envelope)
 
 
@@ -342,13 +353,7 @@ def _answer_text(content: Any, refusal: Any, finish: Any, *, has_calls: bool) ->
             )
         return refusal
     if has_calls:
-        if content == "":
-            unsupported(
-                "tool calls with empty-string content",
-                "a replay would return null content",
-                "choices[0].message",
-            )
-        if finish not in ("tool_calls", "length"):
+        if finish not in ("tool_calls", "length", None):
             unsupported(
                 f"tool calls with finish_reason {label(finish)} "
                 "(the API returns stop when tool_choice names a function)",
@@ -380,8 +385,8 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
     content: str | None
     if refused:
         content = None
-    elif recorded.has_calls:
-        content = recorded.text or None
+    elif recorded.has_calls:  # a recorded empty text is an empty content, else none
+        content = recorded.text if "text" in output else None
     else:
         content = recorded.text if recorded.text or recorded.stop != "contentFilter" else None
     message: dict[str, Any] = {
@@ -395,15 +400,21 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
         **reasoning_wire(output.get("reasoning")),
     }
     if recorded.has_calls:
+        null = "callArguments" in recorded.omitted
         message["tool_calls"] = [
             {
                 "id": call["toolCallId"],
                 "type": "function",
-                "function": {"name": call["toolName"], "arguments": arguments_text(call["toolInput"])},
+                "function": {
+                    "name": call["toolName"],
+                    "arguments": None if null else arguments_text(call["toolInput"]),
+                },
             }
             for call in recorded.calls
         ]
-    finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
+    finish: str | None = None  # when the response named none (omitted)
+    if "finishReason" not in recorded.omitted:
+        finish = _REPLAYED_STOPS.get(recorded.stop or "") or ("tool_calls" if recorded.has_calls else "stop")
     logprobs = chat_logprobs_wire(recorded.logprobs)
     completion = {
         "id": f"blackbox-replay-{where['output_index']}",
@@ -433,14 +444,16 @@ def collect_stream(body: bytes) -> dict[str, Any]:
 
     Deltas are joined as the SDK's stream helper joins them (content, refusal, and each tool call's
     arguments by its ``index``); the ``include_usage`` chunk gives the usage; reading stops at
-    ``data: [DONE]``. An ``error`` chunk, or a stream without a ``finish_reason``, is refused.
+    ``data: [DONE]``. An ``error`` chunk is refused, and so is a stream that ends with neither a
+    ``finish_reason`` nor ``[DONE]`` (it was cut short); some OpenAI-compatible servers end a whole
+    answer with ``[DONE]`` alone, never naming a ``finish_reason``.
     """
     collector = _CompletionCollector()
     for position, event in enumerate(parse_events(body)):
         if event.data.startswith("[DONE]"):
-            break
+            return collector.completion(done=True)
         collector.add(event_object(event, position), position)
-    return collector.completion()
+    return collector.completion(done=False)
 
 
 class _CompletionCollector:
@@ -485,22 +498,23 @@ class _CompletionCollector:
         index = delta.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             malformed("choices[0].delta.tool_calls[].index", "an integer", "response")
-        call = self._calls.setdefault(index, {"function": {"arguments": ""}})
+        call = self._calls.setdefault(index, {"function": {"arguments": None}})  # null until a delta
         for key, value in delta.items():
             if key == "function" and isinstance(value, dict):
                 function = call["function"]
                 if isinstance(value.get("name"), str):
                     function["name"] = value["name"]
                 if isinstance(value.get("arguments"), str):
-                    function["arguments"] += value["arguments"]
+                    function["arguments"] = (function["arguments"] or "") + value["arguments"]
             elif key != "index" and value is not None:
                 call[key] = value
 
-    def completion(self) -> dict[str, Any]:
+    def completion(self, *, done: bool) -> dict[str, Any]:
+        """The completion, once the stream has ended (``done``: with ``data: [DONE]``)."""
         if self._head is None:
             stream_problem("has no chunks", cut_short=True)
-        if self._finish is None:
-            stream_problem("ended without a finish_reason (it was cut short)", cut_short=True)
+        if self._finish is None and not done:
+            stream_problem("ended without a finish_reason or [DONE] (it was cut short)", cut_short=True)
         message = dict(self._message)
         if self._calls:
             message["tool_calls"] = [self._calls[index] for index in sorted(self._calls)]
@@ -549,12 +563,11 @@ def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         first = {"index": index, "id": call["id"], "type": "function"}
-        chunks.append(
-            chunk({"tool_calls": [{**first, "function": {"name": function["name"], "arguments": ""}}]})
-        )
+        opening = {"name": function["name"], "arguments": None if function["arguments"] is None else ""}
+        chunks.append(chunk({"tool_calls": [{**first, "function": opening}]}))
         chunks.extend(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in pieces(function["arguments"])
+            for piece in pieces(function["arguments"] or "")
         )
     chunks.append(
         chunk(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final, TypeGuard, TypeVar, cast
 
+from .prefix import same_start
+
 __all__ = ["MEDIA_PART", "is_part_list", "media_parts", "message_parts", "without_bytes"]
 
 #: The ``type`` of a media part.
@@ -39,15 +41,25 @@ def without_bytes(payload: P) -> P:
 
     Each message is looked at once: a session hands the same normalized message object to every
     request that repeats it (``CallIds.normalized``), so a long conversation is not walked again on
-    every call.
+    every call: the messages the last payload started with are taken as they were (``same_start``),
+    and the rest are looked up by identity.
     """
+    global _LAST
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return payload
     messages = payload["messages"]
-    stripped = [_stripped_message(message) for message in messages]
-    if all(new is old for new, old in zip(stripped, messages, strict=True)):
+    before, stripped_before = _LAST
+    kept = same_start(messages, before)
+    stripped = stripped_before[:kept] + [_stripped_message(message) for message in messages[kept:]]
+    _LAST = (list(messages), stripped[:])
+    if same_start(stripped, messages) == len(messages):
         return payload
     return cast(P, {**payload, "messages": stripped})
+
+
+#: The last payload's messages and what they became: the next request of a conversation starts
+#: with the very same objects.
+_LAST: tuple[list[Any], list[Any]] = ([], [])
 
 
 #: Messages already looked at, by identity (kept alive with them): ``id → (message, stripped)``.

@@ -124,7 +124,15 @@ Stop = Literal[
 
 
 #: The wire fields a response may leave out that a replay otherwise sends (see ``omitted`` below).
-Omitted = Literal["candidateIndex", "textLogprobs", "codeExecutionId", "textMessage"]
+Omitted = Literal[
+    "candidateIndex",
+    "textLogprobs",
+    "codeExecutionId",
+    "textMessage",
+    "finishReason",
+    "textPieces",
+    "callArguments",
+]
 
 
 class _Envelope(TypedDict, total=False):

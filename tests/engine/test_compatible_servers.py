@@ -17,6 +17,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import DroppedFieldWarning
@@ -130,3 +131,113 @@ def test_drop_fields_accepts_losing_a_named_field_with_a_warning(
     session.finish(result="done")
     assert "x_new" not in replayed
     assert replayed["content"] == "Hi!"
+
+
+def answer(root: str, is_async: bool, stream: bool) -> dict[str, Any]:
+    """One Chat call with a tool: the choice the SDK hands over (streamed: its chunks assembled by the
+    SDK's own accumulator, with every chunk's finish reason), without the call ids a replay renames."""
+
+    async def call() -> dict[str, Any]:
+        client: Any = (openai.AsyncOpenAI if is_async else openai.OpenAI)(
+            base_url=root + "/v1", max_retries=0
+        )
+        request = {
+            "model": "kimi-k2",
+            "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+            "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+        }
+        finishes: list[Any] = []
+        if stream:
+            state = ChatCompletionStreamState()
+            result = await settle(client.chat.completions.create(**request, stream=True))
+            for chunk in [chunk async for chunk in result] if is_async else list(result):
+                finishes += [choice.finish_reason for choice in chunk.choices]
+                state.handle_chunk(chunk)
+            completion = state.get_final_completion()
+        else:
+            completion = await settle(client.chat.completions.create(**request))
+        choice: dict[str, Any] = completion.choices[0].model_dump()
+        for tool_call in choice["message"]["tool_calls"] or []:
+            del tool_call["id"]
+        return {**choice, "chunk_finish_reasons": sorted(set(finishes), key=str)}
+
+    return asyncio.run(call())
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("calls", [False, True], ids=["text", "tool-calls"])
+def test_an_answer_without_a_finish_reason_is_given_back_without_one(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    calls: bool,
+    is_async: bool,
+    stream: bool,
+) -> None:
+    """OpenRouter relaying some upstreams sends ``finish_reason: null`` in every chunk, then
+    ``[DONE]``: the answer is whole, and a replay leaves the finish reason out as it was."""
+    envelope = Envelope(finish_reason=False)
+    if calls:
+        fake_provider.queue_openai_tool_calls([("get_weather", {"city": "Paris"})], envelope=envelope)
+    else:
+        fake_provider.queue_openai_text("Sunny.", envelope=envelope)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: answer(root, is_async, stream)
+    )
+    assert live["finish_reason"] is None
+    assert live["chunk_finish_reasons"] == ([None] if stream else [])
+    assert replayed == live
+    payload = load_trace(path)["steps"][1]["payload"]
+    assert payload["omitted"] == ["finishReason"]
+    assert payload["type"] == ("tool_calls" if calls else "final_answer")
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("content", ["", None], ids=["empty-content", "null-content"])
+def test_tool_calls_keep_an_empty_content_apart_from_none(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    content: str | None,
+    is_async: bool,
+    stream: bool,
+) -> None:
+    """Some compatible servers send ``content: ""`` beside tool calls (streamed: a role chunk with
+    ``""`` and no text), OpenAI sends ``null``: each comes back as it was, and OpenAI's records as
+    it always did."""
+    fake_provider.queue_openai_tool_calls([("get_weather", {"city": "Paris"})], text=content)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: answer(root, is_async, stream)
+    )
+    assert live["message"]["content"] == content
+    assert replayed == live
+    empty = {"text": ""} if content == "" else {}
+    assert load_trace(path)["steps"][1]["payload"] == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {"city": "Paris"}}],
+        **empty,
+    }
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+def test_tool_calls_with_null_arguments_are_given_back_null(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    is_async: bool,
+    stream: bool,
+) -> None:
+    """Some compatible servers send a call of a tool without parameters with ``arguments: null``
+    (streamed: no argument delta): it records as an empty input, and a replay sends ``null`` back."""
+    envelope = Envelope(call_arguments=False)
+    fake_provider.queue_openai_tool_calls([("get_weather", {})], envelope=envelope)
+    live, replayed, path = record_and_replay(
+        fake_provider, tmp_path, offline, lambda root: answer(root, is_async, stream)
+    )
+    assert live["message"]["tool_calls"][0]["function"]["arguments"] is None
+    assert replayed == live
+    assert load_trace(path)["steps"][1]["payload"] == {
+        "type": "tool_calls",
+        "calls": [{"toolCallId": "call-0", "toolName": "get_weather", "toolInput": {}}],
+        "omitted": ["callArguments"],
+    }

@@ -8,12 +8,14 @@ hands the agent on the replay must equal what it handed it while recording.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
+import pydantic
 import pytest
 from google import genai
 from google.genai import types
@@ -208,6 +210,58 @@ def test_a_gemini_candidate_keeps_its_index_field(
     ][-1:] * len(replayed)
     omitted = load_trace(path)["steps"][1]["payload"].get("omitted")
     assert omitted == (None if candidate_index else ["candidateIndex"])
+
+
+class Company(pydantic.BaseModel):
+    company_name: str
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    employer: Company | None
+
+
+@pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
+@pytest.mark.parametrize("text_pieces", [True, False], ids=["text-in-pieces", "text-whole"])
+def test_gemini_structured_output_is_parsed_on_the_chunks_it_was_parsed_on(
+    fake_provider: FakeProvider,
+    tmp_path: Path,
+    offline: Callable[[], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    is_async: bool,
+    stream: bool,
+    text_pieces: bool,
+) -> None:
+    """google-genai parses each streamed chunk's text alone into ``parsed``: a JSON answer sent whole
+    in one chunk (after a thought, as thinking models stream it) is parsed there, one sent in pieces
+    nowhere; a replay hands over the same ``parsed``, without recording the thought."""
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "AIzaSyEnvelopeTestKey0123456789abcdefgh")
+    bob = Person(name="Bob", employer=Company(company_name="TechCorp"))
+    envelope = Envelope(text_pieces=text_pieces)
+    fake_provider.queue_gemini_text(bob.model_dump_json(), thinking=True, envelope=envelope)
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=Person)
+
+    def ask(root: str) -> list[Any]:
+        async def call() -> list[Any]:
+            client = genai.Client(http_options=types.HttpOptions(base_url=root))
+            models: Any = client.aio.models if is_async else client.models
+            request = {"model": "gemini-2.5-flash", "contents": "Bob works at TechCorp.", "config": config}
+            if stream:
+                chunks = models.generate_content_stream(**request)
+                pieces = [c async for c in await chunks] if is_async else list(chunks)
+            else:
+                pieces = [await settle(models.generate_content(**request))]
+            return [piece.parsed for piece in pieces if piece.parsed is not None]
+
+        return asyncio.run(call())
+
+    live, replayed, path = record_and_replay(fake_provider, tmp_path, offline, ask)
+    assert live == ([] if stream and text_pieces else [bob])
+    assert replayed == live
+    payload = load_trace(path)["steps"][1]["payload"]
+    assert payload.get("omitted") == (["textPieces"] if stream and not text_pieces else None)
+    assert "Planning" not in json.dumps(payload)
 
 
 def ask_any(api: str, is_async: bool, stream: bool, root: str) -> tuple[Any, ...]:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
-from pytest_blackbox.engine.cassettes import load_verified
+from pytest_blackbox.engine import cassettes
+from pytest_blackbox.engine.cassettes import load_cassette, load_verified
 from pytest_blackbox.engine.options import SessionOptions
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
+from pytest_blackbox.trace.errors import CassetteError
 from pytest_blackbox.trace.io import load_trace
 from tests.agents.travel import FINAL, WEATHER, Run, ToolBox, run_agent, script
 
@@ -115,3 +119,36 @@ def test_an_unchanged_cassette_is_checked_once_and_an_edited_one_again(
     assert trace is None
     assert report.first_failure is not None
     assert (report.first_failure.name, report.first_failure.step_index) == ("hash_chain", 3)
+
+
+@pytest.mark.parametrize("flavor", [("anthropic", False)], indirect=True)
+def test_a_settled_cassette_is_known_by_its_metadata_until_it_changes(
+    recorded: tuple[Path, Run, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file last changed long enough before it was hashed is not read again while its metadata is
+    unchanged; a write changes the metadata, and the file is read and checked again."""
+    path, _, _ = recorded
+    monkeypatch.setattr(cassettes, "_now_ns", lambda: time.time_ns() + 2 * cassettes.SETTLED_NS)
+    first = load_cassette(path)
+    with monkeypatch.context() as unreadable:
+        unreadable.setattr(Path, "read_bytes", _refuse_to_read)
+        assert load_cassette(path) is first
+        assert load_verified(path)[1] is not None  # its verify reads the file; the digests do not
+    edit_step(path, 3, "result", {"city": "Paris", "tempC": 99})
+    with pytest.raises(CassetteError, match="hash"):
+        load_cassette(path)
+
+
+def test_a_cassette_hashed_right_after_it_changed_is_read_again(tmp_path: Path) -> None:
+    """Within the file system clock's tick an edit may leave the metadata as it was, so a file that
+    changed shortly before it was hashed is never known by its metadata."""
+    path = tmp_path / "run.json"
+    path.write_text("{}", encoding="utf-8")
+    assert cassettes._digest(path) == hashlib.sha256(b"{}").hexdigest()
+    assert str(path) not in cassettes._FINGERPRINTS
+    path.write_text("[]", encoding="utf-8")  # the same size, at once
+    assert cassettes._digest(path) == hashlib.sha256(b"[]").hexdigest()
+
+
+def _refuse_to_read(self: Path) -> bytes:
+    raise AssertionError(f"{self.name} was read again")

@@ -144,7 +144,7 @@ def test_a_compared_message_edited_afterwards_fails_the_replay(
     answer = agent(client, session.tools({"lookup": lookup}), None, 0)
     cursor = session._dispatch.cursor
     assert cursor is not None
-    compared = [message for message, _ in cursor.compare._messages.values()]
+    compared = cursor.compare._messages  # the last request's messages, as compared
     compared[CALLS // 2]["content"][0]["result"] = "edited after it was compared"
     with pytest.raises(RuntimeError, match=r"^pytest-blackbox internal error: a request message was edited"):
         session.finish(result=answer)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_blackbox.engine import KEY_VARIABLES, set_placeholder_keys
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
 
@@ -78,6 +80,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(autouse=True)
 def _keys(provider_keys: pytest.MonkeyPatch) -> None:
     """Every framework test runs in a clean environment with the suite's provider keys."""
+
+
+def go_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No provider key and no cloud credential left in the environment: only the placeholders the
+    pytest plugin sets before conftests load (set here as it sets them), as on a machine with none."""
+    for name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    env = dict(os.environ)
+    for name in set_placeholder_keys(env):
+        monkeypatch.setenv(name, env[name])
 
 
 class TravelTools:
@@ -148,12 +160,13 @@ class InnerSuite:
         self.run("--record-mode=once", expect_tool_calls=expect_tool_calls).assert_outcomes(passed=1)
         return self.pytester.path / "cassettes" / "test_agent" / f"{test}.json"
 
-    def replays_offline(self, cassette: Path, fake: FakeProvider, key_variable: str) -> None:
-        """With the provider stopped and its key unset the test replays and passes, runs no tool (the
-        inner test checks) and leaves its cassette byte for byte as it was."""
+    def replays_offline(self, cassette: Path, fake: FakeProvider, *key_variables: str) -> None:
+        """With the provider stopped and its key (or credentials) unset the test replays and passes,
+        runs no tool (the inner test checks) and leaves its cassette byte for byte as it was."""
         recorded = cassette.read_bytes()
         fake.stop()
-        self.monkeypatch.delenv(key_variable)
+        for name in key_variables:
+            self.monkeypatch.delenv(name)
         replayed = self.run(expect_tool_calls="")
         replayed.assert_outcomes(passed=1)
         replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, 0 diverged, *"])

@@ -1,6 +1,6 @@
 """Amazon Bedrock's roads record and replay: ``AnthropicBedrock`` (sync and async, plain and streamed)
-and boto3's ``bedrock-runtime`` (``converse``, ``converse_stream``, ``invoke_model`` and
-``invoke_model_with_response_stream`` with Anthropic bodies).
+and ``bedrock-runtime`` through boto3 and, async, aiobotocore (``converse``, ``converse_stream``,
+``invoke_model`` and ``invoke_model_with_response_stream`` with Anthropic bodies).
 
 Each flavor runs the same tool-using agent against the fake provider, whose Bedrock paths answer in
 Bedrock's shapes (the AWS event stream included), and proves the framework contract: the replay is
@@ -21,18 +21,20 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY, set_placeholder_keys
+from pytest_blackbox.engine.keys import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
-from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types
+from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, go_keyless, payload, step_types
 from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
 anthropic = pytest.importorskip("anthropic")
 boto3 = pytest.importorskip("boto3", reason="boto3 is not installed (pip install 'pytest-blackbox[test]')")
+aiobotocore = pytest.importorskip(
+    "aiobotocore.session", reason="aiobotocore is not installed (pip install 'pytest-blackbox[test]')"
+)
 
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 PROMPT = "What's the weather and the local time in Paris?"
@@ -60,6 +62,10 @@ class Flavor:
     def streamed(self) -> bool:
         return self.style.endswith("stream")
 
+    @property
+    def is_async(self) -> bool:
+        return self.style.startswith("async")
+
     def script(self, fake: FakeProvider) -> None:
         queue = (
             fake.queue_converse_tool_calls if self.client == "converse" else fake.queue_anthropic_tool_calls
@@ -74,9 +80,13 @@ FLAVORS = [
         for style in ("sync", "sync-stream", "async", "async-stream")
     ),
     *(
-        pytest.param(Flavor(client, style), id=f"boto3-{client}-{style}")
+        pytest.param(Flavor(client, style), id=f"{library}-{client}-{style}")
         for client in ("converse", "invoke")
-        for style in ("sync", "sync-stream")
+        for library, styles in (
+            ("boto3", ("sync", "sync-stream")),
+            ("aiobotocore", ("async", "async-stream")),
+        )
+        for style in styles
     ),
 ]
 
@@ -103,7 +113,7 @@ async def anthropic_call(flavor: Flavor, root: str, system: str, messages: list[
         "messages": messages,
         "tools": anthropic_tools(),
     }
-    if flavor.style.startswith("async"):
+    if flavor.is_async:
         client = anthropic.AsyncAnthropicBedrock(base_url=root)
         if flavor.streamed:
             async with client.messages.stream(**options) as stream:
@@ -141,8 +151,20 @@ def run_anthropic(flavor: Flavor, root: str, bb: Session, travel: TravelTools, i
         messages.append({"role": "user", "content": results})
 
 
-def bedrock_runtime(root: str) -> Any:
-    return boto3.client("bedrock-runtime", endpoint_url=root)
+async def runtime_call(flavor: Flavor, root: str, operation: str, **options: Any) -> Any:
+    """One ``bedrock-runtime`` call through boto3 or aiobotocore: the answer, or the events of its stream
+    (read while the aiobotocore client is open), or the body ``invoke_model`` returns."""
+    if not flavor.is_async:
+        answer = getattr(boto3.client("bedrock-runtime", endpoint_url=root), operation)(**options)
+        if flavor.streamed:
+            return list(answer.get("stream") or answer["body"])
+        return answer["body"].read() if "body" in answer else answer
+    session = aiobotocore.get_session()
+    async with session.create_client("bedrock-runtime", endpoint_url=root) as client:
+        answer = await getattr(client, operation)(**options)
+        if flavor.streamed:
+            return [event async for event in answer.get("stream") or answer["body"]]
+        return await answer["body"].read() if "body" in answer else answer
 
 
 def converse_call(flavor: Flavor, root: str, system: str, messages: list[Any]) -> dict[str, Any]:
@@ -158,12 +180,11 @@ def converse_call(flavor: Flavor, root: str, system: str, messages: list[Any]) -
         "toolConfig": {"tools": tools},
         "inferenceConfig": {"maxTokens": 512},
     }
-    client = bedrock_runtime(root)
     if not flavor.streamed:
-        return client.converse(**options)["output"]["message"]  # type: ignore[no-any-return]
+        return asyncio.run(runtime_call(flavor, root, "converse", **options))["output"]["message"]  # type: ignore[no-any-return]
     blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, str] = {}
-    for event in client.converse_stream(**options)["stream"]:
+    for event in asyncio.run(runtime_call(flavor, root, "converse_stream", **options)):
         if "contentBlockStart" in event:
             start = event["contentBlockStart"]
             blocks[start["contentBlockIndex"]] = {"toolUse": dict(start["start"]["toolUse"])}
@@ -213,12 +234,14 @@ def invoke_call(flavor: Flavor, root: str, system: str, messages: list[Any]) -> 
             "tools": anthropic_tools(),
         }
     )
-    client = bedrock_runtime(root)
     if not flavor.streamed:
-        return json.loads(client.invoke_model(modelId=MODEL, body=body)["body"].read())  # type: ignore[no-any-return]
+        return json.loads(asyncio.run(runtime_call(flavor, root, "invoke_model", modelId=MODEL, body=body)))  # type: ignore[no-any-return]
     content: list[dict[str, Any]] = []
     inputs: dict[int, str] = {}
-    for event in client.invoke_model_with_response_stream(modelId=MODEL, body=body)["body"]:
+    stream = asyncio.run(
+        runtime_call(flavor, root, "invoke_model_with_response_stream", modelId=MODEL, body=body)
+    )
+    for event in stream:
         data = json.loads(event["chunk"]["bytes"])
         if data["type"] == "content_block_start":
             content.append(dict(data["content_block"]))
@@ -296,11 +319,7 @@ def test_no_aws_credential_is_written(recorded: Recording) -> None:
 def keyless(recorded: Recording, provider_keys: pytest.MonkeyPatch) -> Recording:
     """The recording, replayed with no key and no AWS credential set: only the placeholders the
     pytest plugin sets before conftests load (here set as it sets them)."""
-    for name in (*TEST_KEYS, *AWS):
-        provider_keys.delenv(name)
-    placeholders: dict[str, str] = {}
-    for name in set_placeholder_keys(placeholders):
-        provider_keys.setenv(name, placeholders[name])
+    go_keyless(provider_keys)
     assert os.environ["AWS_ACCESS_KEY_ID"] == OFFLINE_PLACEHOLDER_KEY
     return recorded
 

@@ -1,12 +1,15 @@
-"""DSPy's ``ReAct`` records and replays over LiteLLM, to Chat Completions and to Anthropic, sync and async.
+"""DSPy's ``ReAct`` records and replays on both of DSPy's engines, to Chat Completions and to
+Anthropic, sync and async.
 
 DSPy builds a tool from the function (``dspy.Tool`` reads the signature and the docstring), so the
 function is wrapped first: ``bb.tool("get_weather", get_weather)``. ``ReAct`` asks the model for its
 next tool in DSPy's own text format (``[[ ## next_tool_name ## ]]`` …), one tool per step, then
 extracts the answer in one more call; the signature's instructions are part of the system prompt DSPy
-writes. The language model runs on DSPy's LiteLLM engine (``engine="litellm"``): DSPy's native engine
-sends over sockets of its own, which Blackbox does not see (docs/frameworks.md#dspy). The replay runs
-with only the offline placeholder keys.
+writes. The language model runs on DSPy's native engine (``engine="lm15"``, which the default,
+``"auto"``, picks whenever it can carry the request), sending over HTTP transports of its own that the
+interception layer has an adapter for, or on its LiteLLM engine (``engine="litellm"``, which
+``"auto"`` falls back to); docs/frameworks.md#dspy. Each is named here, so that neither test proves
+the other. The replay runs with only the offline placeholder keys.
 """
 
 from __future__ import annotations
@@ -21,8 +24,6 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip("dspy", reason="DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
@@ -38,7 +39,9 @@ from .conftest import (
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
+    InnerSuite,
     TravelTools,
+    go_keyless,
     payload,
     step_types,
 )
@@ -73,16 +76,21 @@ ANSWERS = [
 
 @dataclass(frozen=True)
 class Flavor:
-    """The provider LiteLLM routes to, and ``module(...)`` or ``await module.acall(...)``."""
+    """The provider, DSPy's engine (its native one, lm15, or LiteLLM), and ``module(...)`` or
+    ``await module.acall(...)``."""
 
     api: str
     style: str
+    engine: str
 
     def lm(self, root: str) -> dspy.LM:
-        """The key comes from the environment: the suite's while recording, the placeholder in a replay."""
-        if self.api == "anthropic":
-            return dspy.LM("anthropic/claude-sonnet-4-5", api_base=root, cache=False, engine="litellm")
-        return dspy.LM("openai/gpt-5", api_base=root + "/v1", cache=False, engine="litellm")
+        """The key comes from the environment: the suite's while recording, the placeholder in a replay.
+
+        DSPy's native engine takes the API's base as the provider documents it (``…/v1``); LiteLLM
+        adds Anthropic's ``/v1`` itself."""
+        model = "anthropic/claude-sonnet-4-5" if self.api == "anthropic" else "openai/gpt-5"
+        base = root if (self.engine, self.api) == ("litellm", "anthropic") else root + "/v1"
+        return dspy.LM(model, api_base=base, cache=False, engine=self.engine)
 
     def script(self, fake: FakeProvider) -> None:
         queue = fake.queue_anthropic_text if self.api == "anthropic" else fake.queue_openai_text
@@ -91,7 +99,8 @@ class Flavor:
 
 
 FLAVORS = [
-    pytest.param(Flavor(api, style), id=f"{api}-{style}")
+    pytest.param(Flavor(api, style, engine), id=f"{engine}-{api}-{style}")
+    for engine in ("lm15", "litellm")
     for api in ("anthropic", "openai-chat")
     for style in ("sync", "async")
 ]
@@ -121,8 +130,7 @@ def recorded(
     recording, answer, tools = record(fake_provider, tmp_path / "dspy.json", sessions, partial(run, flavor))
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
-    for name in TEST_KEYS:
-        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+    go_keyless(monkeypatch)
     return recording
 
 
@@ -157,3 +165,51 @@ def test_strict_replay_fails_on_changed_instructions(
     assert tools.calls == []
     with pytest.raises(ReplayDivergenceError):
         bb.finish()
+
+
+#: A user's test file importing DSPy inside the test, while the session runs: its transports are
+#: loaded only then, and the replay has no key (the plugin sets a placeholder) and no provider. The
+#: native engine is named: ``"auto"`` may send this request through LiteLLM instead.
+INNER_TEST = '''
+import os
+
+import pytest
+
+CALLS = []
+
+
+def get_weather(city: str) -> dict:
+    """Current weather for a city."""
+    CALLS.append(city)
+    return {"city": city, "tempC": 21, "sky": "clear"}
+
+
+@pytest.mark.blackbox
+def test_weather(blackbox):
+    weather = blackbox.tool("get_weather", get_weather)  # the run starts here
+    import dspy
+
+    lm = dspy.LM("openai/gpt-5", api_base=os.environ["FAKE_OPENAI_BASE"], cache=False, engine="lm15")
+    react = dspy.ReAct("question -> answer", tools=[weather], max_iters=3)
+    with dspy.context(lm=lm):
+        answer = react(question="What's the weather in Paris?").answer
+    assert answer == "Paris is clear at 21 °C."
+    assert CALLS == os.environ["EXPECT_TOOL_CALLS"].split()
+'''
+
+
+def test_the_native_engine_imported_during_the_run_records_once_then_replays_without_provider_or_key(
+    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for answer in (
+        react_step("I need the weather.", "get_weather", {"city": "Paris"}),
+        react_step("I have it.", "finish", {}),
+        "[[ ## reasoning ## ]]\nIt answered.\n\n[[ ## answer ## ]]\nParis is clear at 21 °C.\n\n"
+        "[[ ## completed ## ]]",
+    ):
+        fake_provider.queue_openai_text(answer)
+    monkeypatch.setenv("FAKE_OPENAI_BASE", fake_provider.openai_base_url)
+    inner.in_a_process_of_its_own = True  # DSPy is first imported while the session runs
+    cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
+    assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[8:]]
+    inner.replays_offline(cassette, fake_provider, "OPENAI_API_KEY")

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip(
@@ -36,7 +35,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
-from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
@@ -46,6 +44,7 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    go_keyless,
     payload,
     step_types,
     tool_results,
@@ -183,8 +182,7 @@ def recorded(
             (deployment, AZURE_KEY)
         ] * 2
         assert AZURE_KEY not in recording.path.read_text(encoding="utf-8")
-    for name in (*TEST_KEYS, "AZURE_OPENAI_API_KEY"):
-        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+    go_keyless(monkeypatch)
     return recording
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip(
@@ -28,11 +27,19 @@ from langchain_aws import ChatBedrockConverse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, tool
 
-from pytest_blackbox.engine.keys import set_placeholder_keys
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
-from .conftest import INSTRUCTIONS, LOCAL_TIME, WEATHER, TravelTools, payload, step_types, tool_results
+from .conftest import (
+    INSTRUCTIONS,
+    LOCAL_TIME,
+    WEATHER,
+    TravelTools,
+    go_keyless,
+    payload,
+    step_types,
+    tool_results,
+)
 from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
 
@@ -102,11 +109,7 @@ def recorded(
 @pytest.fixture
 def keyless(recorded: Recording, provider_keys: pytest.MonkeyPatch) -> Recording:
     """No key and no AWS credential: the placeholders the plugin sets before conftests load."""
-    for name in (*TEST_KEYS, *AWS):
-        provider_keys.delenv(name)
-    placeholders: dict[str, str] = {}
-    for name in set_placeholder_keys(placeholders):
-        provider_keys.setenv(name, placeholders[name])
+    go_keyless(provider_keys)
     return recorded
 
 

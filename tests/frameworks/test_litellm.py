@@ -1,10 +1,12 @@
 """LiteLLM's ``completion`` and ``acompletion`` record and replay as the protocol they are routed to.
 
 LiteLLM turns an OpenAI-style call into the provider's own request (``anthropic/…`` sends Anthropic
-Messages, ``openai/…`` Chat Completions) and sends it through httpx or the OpenAI SDK, so nothing
-needs wrapping but the tools: the cassette holds the underlying protocol's calls. Its import-time
-fetch of a model price list never reaches the network under the plugin, which sets
-``LITELLM_LOCAL_MODEL_COST_MAP`` (docs/providers.md#litellm).
+Messages, ``openai/…`` and ``azure/…`` Chat Completions, ``gemini/…`` the Gemini API, ``bedrock/…``
+Converse, ``bedrock/invoke/…`` Anthropic on Bedrock) and sends it through httpx or the provider's
+SDK, so nothing needs wrapping but the tools: the cassette holds the underlying protocol's calls, and
+the replay runs with no key or credential set. Its import-time fetch of a model price list never
+reaches the network under the plugin, which sets ``LITELLM_LOCAL_MODEL_COST_MAP``
+(docs/providers.md#litellm).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 from .conftest import (
@@ -31,6 +34,7 @@ from .conftest import (
     InnerSuite,
     TravelTools,
     deferred_import,
+    go_keyless,
     payload,
     step_types,
 )
@@ -54,19 +58,50 @@ TOOL_SPECS = [
 
 
 @dataclass(frozen=True)
+class Route:
+    """Where LiteLLM sends a model: its model string, the ``api_base`` under the server root, its other
+    options, and the fake provider's queue answering the protocol it speaks there."""
+
+    model: str
+    base: str
+    queue: str
+    options: tuple[tuple[str, str], ...] = ()
+
+
+#: LiteLLM's routes, each pointed at the fake provider as a user points it at a gateway: Anthropic
+#: Messages, Chat Completions, Azure OpenAI's deployment paths, the Gemini API and Bedrock's Converse.
+ROUTES = {
+    "anthropic": Route("anthropic/claude-sonnet-4-5", "", "queue_anthropic_tool_calls"),
+    "openai-chat": Route("openai/gpt-5", "/v1", "queue_openai_tool_calls"),
+    "azure": Route("azure/travel-assistant", "", "queue_openai_tool_calls", (("api_version", "2024-10-21"),)),
+    "gemini": Route("gemini/gemini-2.5-flash", "", "queue_gemini_tool_calls"),
+    "bedrock": Route("bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", "", "queue_converse_tool_calls"),
+    "bedrock-invoke": Route(
+        "bedrock/invoke/anthropic.claude-sonnet-4-5-20250929-v1:0", "", "queue_anthropic_tool_calls"
+    ),
+}
+#: Obviously fake credentials of the routes the suite's provider keys do not cover.
+CLOUD_KEYS = {
+    "AZURE_OPENAI_API_KEY": "azure-suite-test-key-0123456789abcdef",
+    "GEMINI_API_KEY": "gemini-suite-test-key-0123456789abcdef",
+    "AWS_ACCESS_KEY_ID": "AKIABLACKBOXFAKE0006",
+    "AWS_SECRET_ACCESS_KEY": "blackbox-fake-secret-access-key-litellm",
+}
+
+
+@dataclass(frozen=True)
 class Flavor:
-    """The provider LiteLLM routes to, ``completion`` or ``acompletion``, streamed or not."""
+    """The route LiteLLM takes, ``completion`` or ``acompletion``, streamed or not."""
 
     api: str
     style: str
 
     def model(self, root: str) -> dict[str, str]:
-        if self.api == "anthropic":
-            return {"model": "anthropic/claude-sonnet-4-5", "api_base": root}
-        return {"model": "openai/gpt-5", "api_base": root + "/v1"}
+        route = ROUTES[self.api]
+        return {"model": route.model, "api_base": root + route.base, **dict(route.options)}
 
     def script(self, fake: FakeProvider) -> None:
-        queue = fake.queue_anthropic_tool_calls if self.api == "anthropic" else fake.queue_openai_tool_calls
+        queue = getattr(fake, ROUTES[self.api].queue)
         queue(CALLS)
         queue([], text=FINAL)
 
@@ -75,10 +110,16 @@ class Flavor:
 #: ends: refused while recording like any stream left unread (see the last test of this module).
 FLAVORS = [
     pytest.param(Flavor(api, style), id=f"{api}-{style}")
-    for api in ("anthropic", "openai-chat")
+    for api in ROUTES
     for style in ("sync", "sync-stream", "async", "async-stream")
     if (api, style) != ("anthropic", "sync-stream")
 ]
+
+
+@pytest.fixture(autouse=True)
+def _cloud_keys(provider_keys: pytest.MonkeyPatch) -> None:
+    for name, value in CLOUD_KEYS.items():
+        provider_keys.setenv(name, value)
 
 
 async def complete(flavor: Flavor, root: str, messages: list[dict[str, Any]]) -> Any:
@@ -114,14 +155,20 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
 
 @pytest.fixture
 def recorded(
-    fake_provider: FakeProvider, flavor: Flavor, tmp_path: Path, sessions: Callable[..., Session]
+    fake_provider: FakeProvider,
+    flavor: Flavor,
+    tmp_path: Path,
+    sessions: Callable[..., Session],
+    provider_keys: pytest.MonkeyPatch,
 ) -> Recording:
+    """Recorded against the fake, which is then stopped; no key or credential is set from then on."""
     flavor.script(fake_provider)
     recording, answer, tools = record(
         fake_provider, tmp_path / "litellm.json", sessions, partial(run, flavor)
     )
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
+    go_keyless(provider_keys)
     return recording
 
 
@@ -132,9 +179,16 @@ def test_the_recording_holds_the_underlying_protocol(recorded: Recording, flavor
     assert (first["systemPrompt"], user["role"]) == (INSTRUCTIONS, "user")
     assert PROMPT in json.dumps(user["content"])  # LiteLLM sends Anthropic a list of text blocks
     assert [definition["name"] for definition in first["tools"]] == ["get_weather", "get_time"]
-    assert first["model"] == flavor.model("")["model"].split("/", 1)[1]
+    assert first["model"] == ROUTES[flavor.api].model.rsplit("/", 1)[1]  # the route prefix is LiteLLM's
     assert [payload(recorded.path, index)["result"] for index in (3, 5)] == [WEATHER, LOCAL_TIME]
     assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
+
+
+def test_no_key_or_credential_is_written(recorded: Recording) -> None:
+    text = recorded.path.read_text(encoding="utf-8")
+    for secret in (*TEST_KEYS.values(), *CLOUD_KEYS.values()):
+        assert secret not in text
+    assert "Signature" not in text and "AWS4-HMAC" not in text
 
 
 def test_replay_is_offline_and_runs_no_tool(
@@ -176,7 +230,7 @@ def test_weather(blackbox):
     weather = blackbox.tool("get_weather", get_weather)
     while True:
         message = litellm.completion(
-            model="anthropic/claude-sonnet-4-5", messages=messages, tools=[tool]
+            model=os.environ["LITELLM_MODEL"], messages=messages, tools=[tool]
         ).choices[0].message
         if not message.tool_calls:
             break
@@ -189,17 +243,29 @@ def test_weather(blackbox):
 """
 
 
+#: Routes run through the plugin: the variable LiteLLM reads the provider's address from, and the
+#: credentials the replay goes without (the plugin sets their placeholders before conftests load).
+PLUGIN_ROUTES = {
+    "anthropic": ("ANTHROPIC_BASE_URL", ("ANTHROPIC_API_KEY",)),
+    "bedrock": ("AWS_BEDROCK_RUNTIME_ENDPOINT", ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")),
+}
+
+
+@pytest.mark.parametrize("api", PLUGIN_ROUTES)
 def test_the_plugin_records_once_then_replays_without_provider_or_key(
-    inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+    api: str, inner: InnerSuite, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
-    fake_provider.queue_anthropic_tool_calls([CALLS[0]])
-    fake_provider.queue_anthropic_text("Paris is clear at 21 °C.")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.anthropic_base_url)
+    address, credentials = PLUGIN_ROUTES[api]
+    queue = getattr(fake_provider, ROUTES[api].queue)
+    queue([CALLS[0]])
+    queue([], text="Paris is clear at 21 °C.")
+    monkeypatch.setenv(address, fake_provider.base_url)
+    monkeypatch.setenv("LITELLM_MODEL", ROUTES[api].model)
     inner.in_a_process_of_its_own = True  # LiteLLM is first imported while the session runs
     cassette = inner.records(INNER_TEST, "test_weather", expect_tool_calls="Paris")
     assert step_types(cassette) == [*STEP_TYPES[:4], *STEP_TYPES[6:]]
-    inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
+    inner.replays_offline(cassette, fake_provider, *credentials)
 
 
 def test_an_anthropic_stream_litellm_leaves_unread_is_refused_while_recording(

@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 
-from pytest_blackbox.engine import OFFLINE_PLACEHOLDER_KEY
-from tests import TEST_KEYS
 from tests.conftest import NetworkGuard
 
 pytest.importorskip(
@@ -41,6 +39,7 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    go_keyless,
     payload,
     step_types,
 )
@@ -127,8 +126,7 @@ def recorded(
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
     assert [bool(r.json.get("stream")) for r in fake_provider.requests] == [flavor.style == "stream"] * 3
-    for name in TEST_KEYS:
-        monkeypatch.setenv(name, OFFLINE_PLACEHOLDER_KEY)
+    go_keyless(monkeypatch)
     return recording
 
 

@@ -258,7 +258,8 @@ def test_the_fixture_exposes_the_cassette_path_and_modes(bare_dir: pytest.Pytest
         ("media='bytes'", 'media=\'bytes\' must be one of "digest", "inline"'),
         (
             "drop_fields=[3]",
-            "drop_fields=[3] must be a list of response field paths such as choices[].message.foo",
+            "drop_fields=[3] must be a list of field paths such as choices[].message.foo (a response's) "
+            "or request.foo (a request's)",
         ),
     ],
     ids=lambda value: value.split("=")[0] if "=" in value and len(value) < 60 else "",

@@ -1,5 +1,6 @@
-"""A response field Blackbox does not know, end to end: the recording fails naming it, and
-``--blackbox-drop-fields`` records without it, with a warning, and the replay needs no server or key.
+"""A request or response field Blackbox does not know, end to end: the recording fails naming it, and
+``--blackbox-drop-fields`` (or the ini key) records without it, with a warning, and the replay needs no
+server or key.
 
 The agent talks to an OpenAI-compatible server (the fake provider) through the openai SDK with a key
 of its own, the way teams point the SDK at vLLM or Ollama (docs/providers.md#openai-compatible-servers).
@@ -14,7 +15,7 @@ import pytest
 
 from pytest_blackbox.testing import Envelope, FakeProvider
 
-from .conftest import QUIET, exact, summary
+from .conftest import INNER_INI, QUIET, exact, summary
 
 AGENT = '''
 """A client of a local OpenAI-compatible server."""
@@ -97,3 +98,40 @@ def test_drop_fields_records_without_it_and_the_replay_needs_no_server(
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
     assert len(server.requests) == 1  # nothing reached the server
+
+
+REQUEST_REFUSAL = (
+    "the request field request.x_new is not known to Blackbox, so a cassette could neither hold nor "
+    "compare it; the request was not sent. To send it unrecorded, accept losing it: "
+    'drop_fields=["request.x_new"] (the blackbox marker), blackbox_drop_fields in the ini or '
+    "--blackbox-drop-fields=request.x_new"
+)
+
+
+def test_an_unknown_request_field_is_refused_unless_the_ini_accepts_sending_it_uncompared(
+    bare_dir: pytest.Pytester, server: FakeProvider
+) -> None:
+    bare_dir.makepyfile(agent=AGENT.replace("messages=[", 'extra_body={"x_new": 1}, messages=['))
+    refused = bare_dir.runpytest(*QUIET, "--record-mode=once")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines([exact(f"blackbox: {REQUEST_REFUSAL}"), exact(summary(unsupported=1))])
+    assert server.requests == []
+
+    bare_dir.makeini(INNER_INI + "blackbox_drop_fields = request.x_new\n")
+    server.queue_openai_text("hello")
+    recorded = bare_dir.runpytest(*QUIET, "--record-mode=once")
+    recorded.assert_outcomes(passed=1, warnings=1)
+    recorded.stdout.fnmatch_lines(
+        [
+            "  *: DroppedFieldWarning: "
+            + exact(
+                "record mode: the request field request.x_new was sent but not recorded, as drop_fields "
+                "accepts (request.x_new): a replay does not compare it"
+            ),
+            exact(summary(recorded=1)),
+        ]
+    )
+    replayed = bare_dir.runpytest(*QUIET, "--record-mode=none")
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=1))])
+    assert len(server.requests) == 1  # the recording's; nothing reached the server in the replay

@@ -156,8 +156,8 @@ def test_typo():
         ),
         (
             "blackbox_drop_fields = choices[x]",
-            "bad ini value: blackbox_drop_fields='choices[x]' must be a list of response field paths "
-            "such as choices[].message.foo",
+            "bad ini value: blackbox_drop_fields='choices[x]' must be a list of field paths such as "
+            "choices[].message.foo (a response's) or request.foo (a request's)",
         ),
     ],
 )

@@ -340,6 +340,77 @@ def test_normalizing_does_not_share_structure_with_the_body() -> None:
     assert schema["type"] == "object"
 
 
+CONTEXT_EDITS: Any = [
+    {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}, "instructions": None},
+    {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": "tool_uses", "value": 6},
+        "keep": {"type": "tool_uses", "value": 2},
+        "clear_at_least": {"type": "input_tokens", "value": 5000},
+        "exclude_tools": ["memory"],
+        "clear_tool_inputs": True,
+    },
+    {"type": "clear_thinking_20251015", "keep": {"type": "all"}},
+    {"type": "clear_thinking_20251015", "keep": "all"},
+]
+
+
+def test_context_management_is_kept_in_the_neutral_vocabulary() -> None:
+    """Each edit keeps its type; its settings are camelCase and a threshold is ``{camelCase(T): V}``."""
+    body = request(context_management={"edits": CONTEXT_EDITS})
+    params: Any = anthropic.normalize_request(body, CallIds())["params"]
+    assert params["contextManagement"] == {
+        "edits": [
+            {"type": "compact_20260112", "trigger": {"inputTokens": 50000}},
+            {
+                "type": "clear_tool_uses_20250919",
+                "trigger": {"toolUses": 6},
+                "keep": {"toolUses": 2},
+                "clearAtLeast": {"inputTokens": 5000},
+                "excludeTools": ["memory"],
+                "clearToolInputs": True,
+            },
+            {"type": "clear_thinking_20251015", "keep": {"all": True}},
+            {"type": "clear_thinking_20251015", "keep": "all"},
+        ]
+    }
+    assert "input_tokens" not in pretty_json(params)
+
+
+def test_a_changed_context_threshold_normalizes_differently() -> None:
+    edit: Any = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}}
+    changed = copy.deepcopy(edit)
+    changed["trigger"]["value"] = 60000
+
+    def normalized(value: Any) -> Any:
+        return anthropic.normalize_request(request(context_management={"edits": [value]}), CallIds())
+
+    assert normalized(edit) != normalized(changed)
+
+
+def compact(**fields: Any) -> Any:
+    return {"edits": [{"type": "compact_20260112", **fields}]}
+
+
+@pytest.mark.parametrize(
+    ("context", "where"),
+    [
+        ({"edits": [], "x_new": 1}, "context_management.x_new"),
+        (compact(trigger={"type": "input_tokens", "v": 1}), ".trigger"),
+        (compact(trigger={"type": "input_tokens", "value": "a"}), ".trigger"),
+        (compact(exclude_tools=[{"name": "a"}]), ".exclude_tools"),
+        (compact(triggerAt=3), "context_management.edits[0]"),
+    ],
+    ids=["config-field", "threshold-field", "threshold-value", "list-of-objects", "camel-key"],
+)
+def test_a_context_management_shape_it_does_not_know_is_refused_naming_the_field(
+    context: Any, where: str
+) -> None:
+    body = request(context_management=context)
+    message = refusal_message(lambda: anthropic.normalize_request(body, CallIds()))
+    assert message.endswith(f"{where})") and "\n" not in message
+
+
 REQUEST_REFUSALS = [
     pytest.param(
         {"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]},

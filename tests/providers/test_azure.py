@@ -140,12 +140,15 @@ def test_azure_records_and_replays_keyless(
     assert attempts == [] and len(fake_provider.requests) == sent
 
 
-def test_azure_key_variables_get_the_placeholder() -> None:
-    """An ``AzureOpenAI()`` built from the environment starts with only the placeholder set."""
+@pytest.mark.parametrize("credential", ["AZURE_OPENAI_AD_TOKEN", "AZURE_API_KEY", "AZURE_AD_TOKEN"])
+def test_azure_key_variables_get_the_placeholder(credential: str) -> None:
+    """An ``AzureOpenAI()`` built from the environment starts with only the placeholder set; none is
+    set beside an Entra ID token, or beside the key or token in LiteLLM's variables, which LiteLLM
+    reads after AZURE_OPENAI_API_KEY (a placeholder there would be sent instead)."""
     env: dict[str, str] = {}
     assert "AZURE_OPENAI_API_KEY" in set_placeholder_keys(env)
     assert env["AZURE_OPENAI_API_KEY"] == OFFLINE_PLACEHOLDER_KEY
-    assert "AZURE_OPENAI_API_KEY" not in set_placeholder_keys({"AZURE_OPENAI_AD_TOKEN": TOKEN})
+    assert "AZURE_OPENAI_API_KEY" not in set_placeholder_keys({credential: TOKEN})
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -1,14 +1,16 @@
-"""The response field tables cover every field of the SDKs' current response types.
+"""The field tables cover every field of the SDKs' current request parameter and response types.
 
 Walks the pydantic models the anthropic, openai and google-genai SDKs build from a response (and from
-each stream event), level by level as the tables describe them, and fails naming any field, or any
-kind of block, item or event, that a table neither gives back, drops on purpose nor refuses. A new
-SDK release that adds a field fails here until the field is placed in one of the lists.
+each stream event), level by level as the tables describe them, and the parameters their model calls
+take, and fails naming any field, or any kind of block, item or event, that a table neither compares
+or gives back, drops on purpose nor refuses. A new SDK release that adds a field fails here until the
+field is placed in one of the lists.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +25,7 @@ from pytest_blackbox.providers.fields import (
     Kinds,
     Shape,
     field_pattern,
+    unknown_in_request,
     unknown_in_response,
     unknown_in_stream,
 )
@@ -213,3 +216,117 @@ def test_a_streams_unknown_fields_are_named_by_event(protocol: str, body: bytes,
     closing response is checked as the response; a Gemini chunk as a response."""
     answer = PROVIDERS[protocol].collect_stream(body) if protocol == "openai_responses" else None
     assert unknown_in_stream(protocol, body, answer) == unknown
+
+
+# -- requests ----------------------------------------------------------------------------------
+
+#: Parameters of an SDK's model call that never reach the body: headers (Anthropic's beta flags,
+#: user profile and workspace) and what the SDK does itself (google-genai's HTTP options, automatic
+#: function calling and continuation).
+REQUEST_SDK_ONLY = {
+    "anthropic": frozenset({"betas", "user_profile_id", "workspace_id"}),
+    "gemini": frozenset(
+        {
+            "http_options",
+            "should_return_http_response",
+            "automatic_function_calling",
+            "automatic_continuation",
+        }
+    ),
+}
+#: google-genai parameters written under another name on the wire.
+GEMINI_RENAMED = {"generation_output_config": "outputConfig"}
+
+
+def _keys(params: Any) -> set[str]:
+    """The keys of a TypedDict, or of every TypedDict of a union of them."""
+    members = typing.get_args(params) or (params,)
+    return {key for member in members for key in (*member.__required_keys__, *member.__optional_keys__)}
+
+
+def _listed(shape: Shape) -> frozenset[str]:
+    assert isinstance(shape, Fields)
+    return shape.given | shape.dropped | shape.refused
+
+
+def _camel(name: str) -> str:
+    return GEMINI_RENAMED.get(name) or re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+
+
+def _request_params() -> list[tuple[str, Any]]:
+    import anthropic.types
+    import anthropic.types.beta
+    import openai.types.chat
+    import openai.types.responses
+
+    return [
+        ("anthropic", anthropic.types.MessageCreateParams),
+        ("anthropic", anthropic.types.beta.MessageCreateParams),
+        ("openai_chat", openai.types.chat.CompletionCreateParams),
+        ("openai_responses", openai.types.responses.ResponseCreateParams),
+    ]
+
+
+@pytest.mark.parametrize(("protocol", "params"), _request_params(), ids=lambda v: getattr(v, "__module__", v))
+def test_every_request_parameter_is_listed(protocol: str, params: Any) -> None:
+    sdk_only = REQUEST_SDK_ONLY.get(protocol, frozenset())
+    gaps = sorted(_keys(params) - sdk_only - _listed(TABLES[protocol].request))
+    assert not gaps, f"{protocol} request parameters in no list: {gaps}"
+
+
+def test_every_responses_text_setting_is_listed() -> None:
+    from openai.types.responses import ResponseTextConfigParam
+
+    shape = TABLES["openai_responses"].request
+    assert isinstance(shape, Fields)
+    assert sorted(_keys(ResponseTextConfigParam) - _listed(shape.nested["text"])) == []
+
+
+def test_every_gemini_config_field_is_listed_where_the_sdk_writes_it() -> None:
+    """Each ``GenerateContentConfig`` field is a top-level request field or one of ``generationConfig``
+    (the SDK writes it in one of the two), and each ``GenerationConfig`` field one of the latter."""
+    from google.genai import types
+
+    shape = TABLES["gemini"].request
+    assert isinstance(shape, Fields)
+    generation = _listed(shape.nested["generationConfig"])
+    config = set(types.GenerateContentConfig.model_fields) - REQUEST_SDK_ONLY["gemini"]
+    gaps = sorted(name for name in config if _camel(name) not in _listed(shape) | generation)
+    gaps += sorted(name for name in types.GenerationConfig.model_fields if _camel(name) not in generation)
+    assert not gaps, f"gemini config fields in no list: {gaps}"
+
+
+def test_a_parameter_added_to_a_request_is_found() -> None:
+    """The request walk itself can fail: a TypedDict key no table lists is named."""
+
+    class Extra(typing.TypedDict, total=False):
+        model: str
+        brand_new: int
+
+    assert sorted(_keys(Extra) - _listed(TABLES["openai_chat"].request)) == ["brand_new"]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body", "unknown"),
+    [
+        (
+            "openai_chat",
+            {"model": "m", "messages": [], "user": "u", "x_new": 1, "x_null": None},
+            ["request.x_new"],
+        ),
+        (
+            "anthropic",
+            {"messages": [], "anthropic_version": "v", "thread": {"type": "create"}},
+            ["request.thread"],
+        ),
+        ("openai_responses", {"input": "hi", "text": {"format": {}, "x_new": 1}}, ["request.text.x_new"]),
+        (
+            "gemini",
+            {"contents": [], "system_instruction": {}, "generationConfig": {"seed": 1, "x_new": 2}},
+            ["request.generationConfig.x_new"],
+        ),
+    ],
+)
+def test_unknown_request_fields_are_named_by_path(protocol: str, body: Any, unknown: list[str]) -> None:
+    """A field no list knows is named under ``request``; a dropped one is not; null is absent."""
+    assert unknown_in_request(protocol, body) == unknown

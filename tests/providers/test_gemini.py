@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -358,6 +359,31 @@ def test_function_responses_without_ids_answer_the_calls_before_them_by_name_in_
     ]
 
 
+def snake_case(value: Any) -> Any:
+    """A request as LiteLLM writes it: every field name in its proto (snake_case) spelling."""
+    if isinstance(value, list):
+        return [snake_case(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {re.sub(r"([A-Z])", r"_\1", key).lower(): snake_case(item) for key, item in value.items()}
+
+
+def test_a_request_in_snake_case_records_as_in_camel_case() -> None:
+    """The Gemini API reads both spellings; LiteLLM sends ``function_call`` and ``function_response``."""
+    body = request(
+        user(text("q")),
+        model(text("Looking."), call("get_weather", {"city": "Paris"})),
+        user(answer("get_weather", {"result": 1})),
+        systemInstruction={"parts": [text("Be terse.")]},
+        tools=[{"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "object"}}]}],
+    )
+    wire = snake_case(body)
+    assert "function_call" in json.dumps(wire) and "functionCall" not in json.dumps(wire)
+    assert pretty_json(gemini.normalize_request(wire, CallIds())) == pretty_json(
+        gemini.normalize_request(body, CallIds())
+    )
+
+
 def test_a_response_for_an_id_never_seen_gets_the_next_id_under_its_own_name() -> None:
     body = request(user(answer("lookup", {"result": 1}, "never-seen")))
     part: Any = gemini.normalize_request(body, CallIds())["messages"][0]["content"][0]
@@ -614,6 +640,10 @@ def test_request_refusals_name_the_field(body: dict[str, Any], expected: str) ->
         (
             {"contents": [user(text("a", functionCall={"name": "f"}))]},
             "contents[0].parts[0] must be a part with one",
+        ),
+        (
+            {"contents": [model({"functionCall": {"name": "f"}, "function_call": {"name": "f"}})]},
+            "contents[0].parts[0] must be a part naming its kind once",
         ),
         ({"contents": [user({"text": 3})]}, "contents[0].parts[0].text must be a string"),
         (

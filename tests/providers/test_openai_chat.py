@@ -527,7 +527,7 @@ def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: st
         ({"content": "Hello"}, "stop", {"type": "final_answer", "text": "Hello"}),
         ({"content": ""}, "stop", {"type": "final_answer", "text": ""}),
         ({"content": ""}, "length", {"type": "final_answer", "text": "", "stop": "length"}),
-        ({"content": "x"}, None, {"type": "final_answer", "text": "x"}),
+        ({"content": "x"}, None, {"type": "final_answer", "text": "x", "omitted": ["finishReason"]}),
         ({"content": "x", "annotations": []}, "stop", {"type": "final_answer", "text": "x"}),
         ({"refusal": ""}, "stop", {"type": "final_answer", "text": "", "stop": "refusal"}),
         (
@@ -537,6 +537,27 @@ def test_malformed_requests_are_refused_naming_the_field(body: Any, expected: st
                 "type": "tool_calls",
                 "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {"a": 1}}],
                 "text": "Checking.",
+            },
+        ),
+        (
+            {"content": "", "tool_calls": [call("call_A", "f", "{}")]},
+            "tool_calls",
+            {
+                "type": "tool_calls",
+                "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
+                "text": "",
+            },
+        ),
+        (
+            {"tool_calls": [call("call_A", "f", None), call("call_B", "g", None)]},
+            "tool_calls",
+            {
+                "type": "tool_calls",
+                "calls": [
+                    {"toolCallId": "call-0", "toolName": "f", "toolInput": {}},
+                    {"toolCallId": "call-1", "toolName": "g", "toolInput": {}},
+                ],
+                "omitted": ["callArguments"],
             },
         ),
         (
@@ -558,7 +579,11 @@ def test_response_outputs(message: dict[str, Any], finish: Any, expected: dict[s
 
 def test_a_minimal_body_with_only_a_message_records() -> None:
     body = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
-    assert openai_chat.normalize_response(body, CallIds()) == {"type": "final_answer", "text": "hi"}
+    assert openai_chat.normalize_response(body, CallIds()) == {
+        "type": "final_answer",
+        "text": "hi",
+        "omitted": ["finishReason"],  # the SDK hands over finish_reason None, and so does a replay
+    }
 
 
 RESPONSE_REFUSALS = [
@@ -627,9 +652,11 @@ RESPONSE_REFUSALS = [
         completion({"refusal": "no"}, "length"), "a refusal together with content", id="refusal-length"
     ),
     pytest.param(
-        completion({"content": "", "tool_calls": [call("call_A", "f", "{}")]}, "tool_calls"),
-        "tool calls with empty-string content is not supported yet; a replay would return null content",
-        id="calls-with-empty-content",
+        completion({"tool_calls": [call("call_A", "f", None), call("call_B", "g", "{}")]}, "tool_calls"),
+        "tool calls of which only some have null arguments is not supported yet; a replay gives null "
+        "arguments back to every call of an answer or to none "
+        "(choices[0].message.tool_calls[].function.arguments)",
+        id="some-null-arguments",
     ),
     pytest.param(
         completion({"tool_calls": [call("call_A", "f", "{}")]}, "stop"),
@@ -746,6 +773,22 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
             {
                 "type": "tool_calls",
                 "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
+                "text": "",
+            },
+            "",
+            None,
+            "tool_calls",
+        ),
+        (
+            {"type": "final_answer", "text": "x", "omitted": ["finishReason"]},
+            "x",
+            None,
+            None,
+        ),
+        (
+            {
+                "type": "tool_calls",
+                "calls": [{"toolCallId": "call-0", "toolName": "f", "toolInput": {}}],
                 "stop": "length",
             },
             None,
@@ -755,7 +798,7 @@ def test_synthesized_tool_calls_have_the_exact_replay_shape() -> None:
     ],
 )
 def test_synthesized_content_refusal_and_finish_reason(
-    output: dict[str, Any], content: str | None, refusal: str | None, finish: str
+    output: dict[str, Any], content: str | None, refusal: str | None, finish: str | None
 ) -> None:
     body = openai_chat.synthesize_response(output, output_index=1, model=None, timestamp=1500.7)
     choice = body["choices"][0]

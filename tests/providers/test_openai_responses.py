@@ -188,6 +188,7 @@ def test_an_output_for_an_unknown_call_is_named_unknown() -> None:
 
 def test_params_use_neutral_names_in_table_order_and_skip_nulls() -> None:
     body = request(
+        context_management=[{"type": "compaction", "compact_threshold": 20000}],
         truncation="auto",
         top_logprobs=2,
         text={"verbosity": "low", "format": {"type": "json_object"}},
@@ -219,6 +220,7 @@ def test_params_use_neutral_names_in_table_order_and_skip_nulls() -> None:
         ("verbosity", "low"),
         ("topLogprobs", 2),
         ("truncation", "auto"),
+        ("contextManagement", [{"type": "compaction", "compactThreshold": 20000}]),
         ("toolStrict", {"weather": False}),
     ]
 

@@ -689,6 +689,18 @@ def test_a_chat_stream_without_done_is_still_whole_once_it_has_a_finish_reason()
     }
 
 
+def test_a_chat_stream_ending_with_done_is_whole_without_a_finish_reason() -> None:
+    """Some OpenAI-compatible servers never name a finish reason: ``[DONE]`` ends their answer."""
+    body = sse(
+        live_chunk({"role": "assistant", "content": ""}), live_chunk({"content": "Hi"}), (None, "[DONE]")
+    )
+    assert openai_chat.normalize_response(openai_chat.collect_stream(body), CallIds()) == {
+        "type": "final_answer",
+        "text": "Hi",
+        "omitted": ["finishReason"],
+    }
+
+
 @pytest.mark.parametrize(
     ("delta", "extra", "refused_at"),
     [
@@ -721,8 +733,8 @@ def test_what_a_stream_carries_is_refused_as_in_a_plain_response(
             id="error-chunk",
         ),
         pytest.param(
-            [live_chunk({"content": "x"}), (None, "[DONE]")],
-            "the streamed response ended without a finish_reason (it was cut short)",
+            [live_chunk({"content": "x"})],
+            "the streamed response ended without a finish_reason or [DONE] (it was cut short)",
             id="no-finish",
         ),
         pytest.param([(None, "[DONE]")], "the streamed response has no chunks", id="empty"),

@@ -6,7 +6,7 @@ from typing import Final
 
 from .shapes import DROPPED, WHOLE, Kinds, fields
 
-__all__ = ["BLOCKS", "EVENTS", "MESSAGE"]
+__all__ = ["BLOCKS", "EVENTS", "MESSAGE", "REQUEST"]
 
 _RESULT: Final = fields("type tool_use_id content caller is_error")
 
@@ -74,4 +74,17 @@ EVENTS: Final = Kinds(
         "message_stop": fields("type"),
         "ping": fields("type"),
     }
+)
+
+#: The request's top-level fields: compared (docs/providers.md#anthropic-messages); dropped on purpose,
+#: as they change how or where the answer is made, billed or cached, not what it says (``stream``, the
+#: end-user ``metadata``, capacity and region, prompt caching, cache diagnostics, the protocol version
+#: and beta flags Vertex AI and Bedrock carry in the body); refused: a compaction request, server-held
+#: threads and fallback models, whose answer the cassette could not hold or compare.
+REQUEST: Final = fields(
+    "model messages system tools max_tokens temperature top_p top_k tool_choice stop_sequences "
+    "output_config thinking context_management mcp_servers container",
+    "stream metadata service_tier inference_geo speed cache_control diagnostics anthropic_version "
+    "anthropic_beta billing_policy fallback_credit_token",
+    "compaction thread fallbacks",
 )

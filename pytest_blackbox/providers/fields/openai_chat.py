@@ -13,7 +13,7 @@ from typing import Final
 from ..reasoning import CHAT_REASONING
 from .shapes import Kinds, fields
 
-__all__ = ["CHUNK", "COMPLETION"]
+__all__ = ["CHUNK", "COMPLETION", "REQUEST"]
 
 #: What servers other than OpenAI add to a response or a choice beside the usage and ids: timings
 #: and token counts (Groq ``x_groq``, Ollama and vLLM ``prompt_logprobs``/``kv_transfer_params``,
@@ -49,4 +49,17 @@ CHUNK: Final = fields(
             tool_calls=fields("index id type", function=_FUNCTION),
         ),
     ),
+)
+
+#: The request's top-level fields: compared (docs/providers.md#openai-chat-completions); dropped on
+#: purpose, as they change how the answer travels, is kept, billed or cached, not what it says
+#: (``stream``, ``store``, end-user ids, capacity, prompt caching); refused by the module with advice of
+#: its own (audio output, the legacy functions API).
+REQUEST: Final = fields(
+    "model messages tools max_tokens max_completion_tokens temperature top_p tool_choice response_format "
+    "stop parallel_tool_calls seed reasoning_effort presence_penalty frequency_penalty logit_bias logprobs "
+    "top_logprobs verbosity prediction modalities web_search_options moderation n",
+    "stream stream_options metadata user safety_identifier store service_tier prompt_cache_key "
+    "prompt_cache_retention prompt_cache_options",
+    "audio functions function_call",
 )

@@ -7,7 +7,7 @@ from typing import Final
 from ..responses_content import SERVER_ITEMS
 from .shapes import DROPPED, WHOLE, Kinds, fields
 
-__all__ = ["EVENTS", "OUTPUT", "RESPONSE"]
+__all__ = ["EVENTS", "OUTPUT", "REQUEST", "RESPONSE"]
 
 #: Output items by type: a built-in tool's item is given back whole, reasoning is dropped.
 OUTPUT: Final = Kinds(
@@ -73,4 +73,19 @@ EVENTS: Final = fields(
     "text refusal arguments logprobs obfuscation annotation code name input output status "
     "partial_image_b64 partial_image_index background output_format quality size command "
     "command_index message param",
+)
+
+#: The request's top-level fields: compared (docs/providers.md#openai-responses); dropped on purpose,
+#: as they change how the answer travels, is kept, billed or cached, not what it says (``include`` asks
+#: for output fields, which are recorded from the response; ``background: true`` is refused by the
+#: module); refused: a stored prompt (the module's), image context compression, access programs and
+#: background options, which this version does not record.
+REQUEST: Final = fields(
+    "model input instructions tools max_output_tokens temperature top_p tool_choice parallel_tool_calls "
+    "max_tool_calls reasoning top_logprobs truncation moderation context_management "
+    "previous_response_id conversation",
+    "stream stream_options include metadata user safety_identifier store service_tier prompt_cache_key "
+    "prompt_cache_retention prompt_cache_options background",
+    "prompt image access_programs background_options",
+    text=fields("format verbosity"),
 )

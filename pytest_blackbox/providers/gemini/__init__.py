@@ -33,6 +33,7 @@ from ..common import CallIds, ReplayArgs
 from ..replayed import read_output
 from . import request
 from .parts import CODE_TOOL, CodeIds, Conversation, bind_calls
+from .response import collect_chunks
 from .response import collect_stream as collect_stream
 from .response import normalize_response as normalize_response
 from .synthesis import error_body as error_body
@@ -93,17 +94,24 @@ class GeminiCall:
         self.stream = stream
         self._ids: CallIds | None = None
         self._conversation: Conversation | None = None
+        self._parsed = False  # whether the request asks for structured output google-genai parses
+        self._whole_text = False  # whether the streamed answer's text came in one chunk
 
     def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
         payload, self._conversation = request.normalize(body, ids, self.model)
         self._ids = ids
+        self._parsed = request.parses_text(payload)
         return payload
 
     def normalize_response(self, body: Any, ids: CallIds) -> ModelOutput:
-        return normalize_response(body, ids, self._conversation)
+        return normalize_response(body, ids, self._conversation, whole_text=self._whole_text)
 
     def collect_stream(self, body: bytes) -> dict[str, Any]:
-        return collect_stream(body)
+        """The stream's response; whether its text came whole matters only where google-genai parses
+        it, so other streams record as they always did."""
+        collected, whole = collect_chunks(body)
+        self._whole_text = whole and self._parsed
+        return collected
 
     def synthesize_response(self, output: Any, **where: Unpack[ReplayArgs]) -> dict[str, Any]:
         """The response for a recorded output; ``where``'s model is unused (the path names it)."""

@@ -50,6 +50,15 @@ _OTHER_PART_ADVICE: Final = (
 )
 
 
+def _proto_name(name: str) -> str:
+    return re.sub(r"([A-Z])", r"_\1", name).lower()
+
+
+#: A part's kind by its proto (snake_case) name, which the Gemini API reads as it reads the JSON name:
+#: LiteLLM writes a history's calls and results as ``function_call`` and ``function_response``.
+_JSON_NAMES: Final = {_proto_name(kind): kind for kind in (*_REQUEST_KINDS, *_PART_ADVICE)}
+
+
 class Conversation:
     """The neutral messages so far as a running digest: what identifies a call that has no id."""
 
@@ -130,7 +139,7 @@ def wire_field(value: dict[str, Any], name: str) -> Any:
     """A field by its JSON name, else by its proto name: google-genai passes some objects through
     (function declarations and responses, thinking config) and writes their fields in snake_case."""
     found = value.get(name)
-    return found if found is not None else value.get(re.sub(r"([A-Z])", r"_\1", name).lower())
+    return found if found is not None else value.get(_proto_name(name))
 
 
 def content_parts(content: dict[str, Any], at: str, side: str) -> Iterator[tuple[str, str, Any]]:
@@ -140,11 +149,19 @@ def content_parts(content: dict[str, Any], at: str, side: str) -> Iterator[tuple
         malformed(f"{at}.parts", "a list", side)
     for position, raw in enumerate(parts or []):
         where = f"{at}.parts[{position}]"
-        part = require_object(raw, where, side)
+        part = _json_named(require_object(raw, where, side), where, side)
         kind = _part_kind(part, where, side)
         if kind is not None:
             value = part[kind]
             yield where, kind, require_str(value, f"{where}.text", side) if kind == "text" else value
+
+
+def _json_named(part: dict[str, Any], at: str, side: str) -> dict[str, Any]:
+    """The part with each kind under its JSON name; a kind given under both names is malformed."""
+    named = {_JSON_NAMES.get(key, key): value for key, value in part.items()}
+    if len(named) < len(part):
+        malformed(at, "a part naming its kind once", side)
+    return named
 
 
 def _part_kind(part: dict[str, Any], at: str, side: str) -> str | None:

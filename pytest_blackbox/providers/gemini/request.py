@@ -81,6 +81,13 @@ def normalize(body: Any, ids: CallIds, model: str | None) -> tuple[ModelInput, C
     return payload, conversation
 
 
+def parses_text(payload: ModelInput) -> bool:
+    """Whether a recorded request asks for structured output with a schema, which google-genai
+    parses from each streamed chunk's text into the chunk's ``parsed``."""
+    response_format = (payload.get("params") or {}).get("responseFormat") or {}
+    return any(key in response_format for key in ("responseSchema", "responseJsonSchema"))
+
+
 def _refuse_request_fields(request: dict[str, Any]) -> None:
     if wire_field(request, "cachedContent") is not None:
         unsupported(

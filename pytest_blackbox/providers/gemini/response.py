@@ -57,13 +57,17 @@ _SERVER_CANDIDATE_FIELDS: Final = ("logprobsResult",)
 METADATA_TOOLS: Final = {"groundingMetadata": "googleSearch", "urlContextMetadata": "urlContext"}
 
 
-def normalize_response(body: Any, ids: CallIds, conversation: Conversation | None = None) -> ModelOutput:
+def normalize_response(
+    body: Any, ids: CallIds, conversation: Conversation | None = None, *, whole_text: bool = False
+) -> ModelOutput:
     """The ``model_output`` payload for a generateContent response body.
 
     Everything is checked before an id is assigned, so a refused response assigns no ``call-N``.
     Each call is bound to its place after ``conversation`` (the request's messages), so a later
     history without ids finds it; without a conversation, id-less calls get new ids only. Built-in
     tools' results (candidate metadata, code execution parts) make the output's ``content`` ordered.
+    ``whole_text``: a stream sent the answer's text in one chunk, where google-genai parses it into
+    ``parsed``; a replay then sends it whole too (``omitted: ["textPieces"]``).
     """
     response = require_object(body, "the response body", "response")
     candidates = response.get("candidates")
@@ -95,10 +99,10 @@ def normalize_response(body: Any, ids: CallIds, conversation: Conversation | Non
 
     code = CodeIds(ids, conversation, answer=True)
     if not results and not any(kind in CODE_PARTS for kind, _ in items):
-        return _plain_output(items, call_id, stop, _omitted(candidate, code))
+        return _plain_output(items, call_id, stop, _omitted(candidate, code, whole_text))
     found = [{**result, "toolCallId": ids.fresh_server()} for result in results]
     parts = found + turn_parts(items, code, call_id, "candidates[0].content")
-    return with_envelope(ordered_output(parts, stop), omitted=_omitted(candidate, code))
+    return with_envelope(ordered_output(parts, stop), omitted=_omitted(candidate, code, whole_text))
 
 
 def _plain_output(
@@ -118,10 +122,12 @@ def _plain_output(
     return with_envelope(final_answer(text, stop), omitted=omitted)
 
 
-def _omitted(candidate: dict[str, Any], code: CodeIds) -> tuple[Omitted, ...]:
-    """The wire fields this response left out that a replay otherwise sends."""
+def _omitted(candidate: dict[str, Any], code: CodeIds, whole_text: bool) -> tuple[Omitted, ...]:
+    """The wire fields this response left out that a replay otherwise sends (and, for a stream whose
+    text came whole, the pieces a replay otherwise cuts it into)."""
     omitted: tuple[Omitted, ...] = () if "index" in candidate else ("candidateIndex",)
-    return omitted + (("codeExecutionId",) if code.without_id else ())
+    omitted += ("codeExecutionId",) if code.without_id else ()
+    return omitted + (("textPieces",) if whole_text else ())
 
 
 def _candidate(response: dict[str, Any]) -> dict[str, Any]:
@@ -181,13 +187,21 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     other fields (the finish reason) and the response's own fields are the last ones sent. An
     ``error`` chunk, or a stream that ends before a finish reason, is refused.
     """
+    return collect_chunks(body)[0]
+
+
+def collect_chunks(body: bytes) -> tuple[dict[str, Any], bool]:
+    """:func:`collect_stream`'s response, and whether one chunk alone carried the answer's text
+    (thoughts aside): google-genai parses each chunk's text on its own into ``parsed``, so only such
+    a chunk had the whole structured output parsed."""
     streams = several.split_stream(body, "candidates")
     if streams is not None:  # candidateCount > 1
-        return several.join_choices([collect_stream(stream) for stream in streams], "candidates")
+        return several.join_choices([collect_stream(stream) for stream in streams], "candidates"), False
     response: dict[str, Any] = {}
     candidate: dict[str, Any] | None = None
     indexed = False  # whether the chunks number their candidate (the API may leave index out)
     parts: list[Any] = []
+    text_chunks = 0
     for position, event in enumerate(parse_events(body)):
         chunk = event_object(event, position)
         error = chunk.get("error")
@@ -207,6 +221,7 @@ def collect_stream(body: bytes) -> dict[str, Any]:
             content = piece.get("content")
             if isinstance(content, dict):
                 parts.extend(list_field(content, "parts", "response"))
+                text_chunks += _has_text(content.get("parts"))
             candidate = candidate if candidate is not None else {}
             candidate.update(
                 (key, value)
@@ -216,9 +231,14 @@ def collect_stream(body: bytes) -> dict[str, Any]:
     if candidate is None:
         if response.get("promptFeedback") is None:
             stream_problem("has no candidates (it was cut short)", cut_short=True)
-        return response  # a blocked prompt: normalize_response names the reason
+        return response, False  # a blocked prompt: normalize_response names the reason
     if candidate.get("finishReason") is None:
         stream_problem("ended before a finishReason (it was cut short)", cut_short=True)
     index = {"index": 0} if indexed else {}
     response["candidates"] = [{"content": {"parts": parts, "role": "model"}, **candidate, **index}]
-    return response
+    return response, text_chunks == 1
+
+
+def _has_text(parts: Any) -> bool:
+    """Whether a chunk's parts hold answer text (not a thought)."""
+    return any(isinstance(p, dict) and p.get("text") and not p.get("thought") for p in parts or [])

@@ -44,20 +44,27 @@ def synthesize_response(output: Any, **where: Unpack[ReplayArgs]) -> dict[str, A
 def synthesize_stream(output: Any, **where: Unpack[ReplayArgs]) -> list[bytes]:
     """The server-sent events a replay streams for a recorded output, one item per event.
 
-    Each event is one response chunk: the parts in order, text in fixed-size pieces and one chunk
-    for each other part (a function call, code, its result); the last chunk carries the finish
-    reason and usage. Every chunk has content, as ``chats`` requires of a valid turn.
-    ``request_body`` is unused.
+    Each event is one response chunk: the parts in order, text in fixed-size pieces (whole, when the
+    recorded stream sent it whole: ``omitted: ["textPieces"]``, so google-genai's ``parsed`` comes
+    back on that chunk) and one chunk for each other part (a function call, code, its result); the
+    last chunk carries the finish reason and usage. Every chunk has content, as ``chats`` requires of
+    a valid turn. ``request_body`` is unused.
     """
     recorded = read_output(output)
+    cut = pieces if "textPieces" not in recorded.omitted else _whole
     groups: list[list[dict[str, Any]]] = []
     for part in _replay_parts(recorded):
-        groups += [[{"text": piece}] for piece in pieces(part["text"])] if "text" in part else [[part]]
+        groups += [[{"text": piece}] for piece in cut(part["text"])] if "text" in part else [[part]]
     groups = groups or [[]]
     return [
         encode_event(None, _chunk(group, recorded, where, last=index == len(groups) - 1))
         for index, group in enumerate(groups)
     ]
+
+
+def _whole(text: str) -> list[str]:
+    """A text as one piece (none when empty), for a stream that sent it whole."""
+    return [text] if text else []
 
 
 def _replay_parts(recorded: ReplayOutput) -> list[dict[str, Any]]:

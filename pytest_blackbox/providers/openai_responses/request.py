@@ -25,6 +25,7 @@ from ..common import (
 from ..content import INSTRUCTION_ROLES, builtin_tool, content_text, late_instruction
 from ..media import RESPONSES_MEDIA, responses_media, text_or_media
 from ..responses_content import SERVER_ITEMS, server_part
+from ..settings import responses_context
 from ..state import StateKind
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. ``text.format``,
@@ -42,6 +43,7 @@ _PARAMS: Final = (
     ("top_logprobs", "topLogprobs"),
     ("truncation", "truncation"),
     ("moderation", "moderation"),
+    ("context_management", "contextManagement"),
     ("previous_response_id", "previousResponseId"),
     ("conversation", "conversation"),
     ("tools.strict", "toolStrict"),
@@ -92,6 +94,7 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
             {
                 **_lifted_controls(request, tools),
                 **_kept_state(request, ids),
+                "context_management": responses_context(request.get("context_management")),
                 "path.deployment": azure_deployment(path),
             },
             _PARAMS,

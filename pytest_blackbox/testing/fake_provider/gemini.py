@@ -73,7 +73,8 @@ def script(
         headers = (("x-gemini-service-tier", "standard"), ("server-timing", "gfet4t7; dur=321"))
         match = _PATH.search(request.path)
         streams = match is not None and match.group(2) == "streamGenerateContent"
-        return answer(response, headers, (lambda: _chunks(response)) if streams else None, gzip=gzip)
+        chunks = (lambda: _chunks(response, envelope.text_pieces)) if streams else None
+        return answer(response, headers, chunks, gzip=gzip)
 
     return respond
 
@@ -112,27 +113,29 @@ def _response(
     }
 
 
-def _chunks(response: dict[str, Any]) -> Iterator[bytes]:
-    """The ``alt=sse`` chunks of a streamed response: each candidate's text in two pieces, then its
-    calls together, its last chunk with the finish reason; several candidates stream interleaved, and
-    every chunk has the running usage."""
+def _chunks(response: dict[str, Any], text_pieces: bool) -> Iterator[bytes]:
+    """The ``alt=sse`` chunks of a streamed response: each candidate's text in two pieces (whole
+    unless ``text_pieces``), then its calls together, its last chunk with the finish reason; several
+    candidates stream interleaved, and every chunk has the running usage."""
     head = {"usageMetadata": response["usageMetadata"]}
     tail = {"modelVersion": response["modelVersion"], "responseId": response["responseId"]}
-    streams = [list(_candidate_pieces(candidate)) for candidate in response["candidates"]]
+    streams = [list(_candidate_pieces(candidate, text_pieces)) for candidate in response["candidates"]]
     for group in itertools.zip_longest(*streams):
         for piece in group:
             if piece is not None:
                 yield f"data: {compact({'candidates': [piece], **head, **tail})}\r\n\r\n".encode()
 
 
-def _candidate_pieces(candidate: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _candidate_pieces(candidate: dict[str, Any], text_pieces: bool) -> Iterator[dict[str, Any]]:
     groups: list[list[dict[str, Any]]] = []
     calls: list[dict[str, Any]] = []
     for part in candidate["content"]["parts"]:
         if "functionCall" in part:
             calls.append(part)
         elif "text" in part and not part.get("thought"):
-            groups += [[{"text": piece}] for piece in halves(part["text"])]
+            groups += [
+                [{"text": piece}] for piece in (halves(part["text"]) if text_pieces else [part["text"]])
+            ]
         else:
             groups.append([part])  # a thought, executable code, its result: a chunk of its own
     groups += [calls] if calls else []

@@ -58,8 +58,10 @@ def script(
             completion["moderation"] = dict(envelope.moderation)
         completion.update(envelope.extras or {})
         completion["choices"][0]["message"].update(envelope.message_extras or {})
-        if envelope.stop is not None:
+        if envelope.stop is not None or not envelope.finish_reason:
             completion["choices"][0]["finish_reason"] = envelope.stop
+        for call in completion["choices"][0]["message"].get("tool_calls", []):
+            call["function"]["arguments"] = call["function"]["arguments"] if envelope.call_arguments else None
         if envelope.logprobs is not None:
             completion["choices"][0]["logprobs"] = {
                 "content": [dict(t) for t in envelope.logprobs],
@@ -154,8 +156,10 @@ def _choice_chunks(
     for index, call in enumerate(message.get("tool_calls", [])):
         function = call["function"]
         opening = {"index": index, "id": call["id"], "type": "function"}
-        yield chunk({"tool_calls": [{**opening, "function": {"name": function["name"], "arguments": ""}}]})
-        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": function["arguments"]}}]})
+        empty = "" if function["arguments"] is not None else None
+        yield chunk({"tool_calls": [{**opening, "function": {"name": function["name"], "arguments": empty}}]})
+        if function["arguments"] is not None:
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": function["arguments"]}}]})
     yield chunk(
         {"annotations": message["annotations"]} if message["annotations"] else {}, choice["finish_reason"]
     )

@@ -32,8 +32,13 @@ class Envelope:
     ``moderation`` is an OpenAI moderation result, the response's ``moderation`` in both OpenAI APIs
     (a streamed Chat answer sends it in a last chunk without choices). ``text_logprobs=False`` leaves
     ``logprobs`` out of a Responses text part and ``candidate_index=False`` leaves ``index`` out of a
-    Gemini candidate, as those APIs may. ``stop`` is the protocol's own stop reason, sent instead of
-    the ordinary one: Anthropic's ``stop_reason`` (``stop_sequence`` names the matched sequence),
+    Gemini candidate, as those APIs may, and ``finish_reason=False`` sends a Chat choice's
+    ``finish_reason`` as ``null`` (streamed: in every chunk), and ``call_arguments=False`` its tool
+    calls' ``arguments`` (streamed: no argument delta), as some OpenAI-compatible servers do.
+    ``text_pieces=False`` streams a Gemini answer's text whole in one chunk (else in two pieces), as
+    the API sends a short answer.
+    ``stop`` is the protocol's own stop reason, sent instead of the ordinary one: Anthropic's
+    ``stop_reason`` (``stop_sequence`` names the matched sequence),
     Chat's ``finish_reason``, the Responses API's ``incomplete_details.reason`` (the response is then
     ``incomplete``) or Gemini's ``finishReason``. ``logprobs`` are the answer text's token log
     probabilities, as both OpenAI APIs send them (``[{"token", "logprob", "bytes", "top_logprobs"}]``):
@@ -49,6 +54,9 @@ class Envelope:
     logprobs: Sequence[Mapping[str, Any]] | None = None
     text_logprobs: bool = True
     candidate_index: bool = True
+    finish_reason: bool = True
+    call_arguments: bool = True
+    text_pieces: bool = True
     extras: Mapping[str, Any] | None = None
     message_extras: Mapping[str, Any] | None = None
 
