@@ -20,8 +20,8 @@ for each length, from one run of the benchmark:
     run's cassette grows with the square of its length).
 
 ``--roads`` measures instead (a) for every road to a model (``roads.py``: the Anthropic SDK direct,
-Anthropic on Vertex AI and on Bedrock, Azure OpenAI, boto3's Bedrock Converse), each against its
-own floor: the same client with prebuilt answers in place of the network.
+Anthropic on Vertex AI and on Bedrock, Azure OpenAI, boto3's and aiobotocore's Bedrock Converse),
+each against its own floor: the same client with prebuilt answers in place of the network.
 
 Every batch makes about ``--budget`` model calls (``--budget // N`` runs, at least 2), recorded
 batches ``--live-budget``.
@@ -315,12 +315,12 @@ def measure_road(
 
 def report_roads(results: list[RoadResult]) -> None:
     """Each road's per-call replay beside its own floor."""
-    print("road      | calls | blackbox µs/call | floor µs/call | over floor | blackbox/floor")
+    print("road        | calls | blackbox µs/call | floor µs/call | over floor | blackbox/floor")
     for r in results:
         per_call = r.runs * r.calls
         ours, floor = r.ours * 1e6 / per_call, r.floor * 1e6 / per_call
         print(
-            f"{r.road:<9} | {r.calls:5} | {ours:16.0f} | {floor:13.0f} | {ours - floor:+10.0f} | "
+            f"{r.road:<11} | {r.calls:5} | {ours:16.0f} | {floor:13.0f} | {ours - floor:+10.0f} | "
             f"{r.ours / r.floor:13.2f}x"
         )
 

@@ -3,27 +3,32 @@ its client for each road, and each road's floor.
 
 A road is a client of one cloud: the Anthropic SDK direct, ``AnthropicVertex`` (Vertex AI's
 ``:rawPredict``), ``AnthropicBedrock`` (Bedrock's ``/invoke``, signed with SigV4), ``AzureOpenAI``
-(Chat Completions on a deployment path) and boto3's ``bedrock-runtime`` ``converse``. Each road's
-floor is the same client doing all of its own work (building, signing and parsing every call)
-with prebuilt answers in place of the network: an ``httpx2.MockTransport`` for the httpx-based
-SDKs, and for boto3 a ``before-send`` handler returning botocore's own response over the bytes
-(the hook botocore's ``Stubber`` answers from, one step later so the response is parsed as it would
-be off the wire). The agent makes ``calls`` model calls (one ``lookup`` tool round each but the
-last), every request carrying the whole history, like ``replay_bench``'s Anthropic agent.
+(Chat Completions on a deployment path) and ``bedrock-runtime`` ``converse`` through boto3 and
+aiobotocore. Each road's floor is the same client doing all of its own work (building, signing and
+parsing every call) with prebuilt answers in place of the network: an ``httpx2.MockTransport`` for
+the httpx-based SDKs, and for boto3 and aiobotocore a ``before-send`` handler returning the
+library's own response over the bytes (the hook botocore's ``Stubber`` answers from, one step later
+so the response is parsed as it would be off the wire). aiobotocore's client is driven call by call
+on one event loop of its own (``run_until_complete``), which both of its variants pay. The agent
+makes ``calls`` model calls (one ``lookup`` tool round each but the last), every request carrying
+the whole history, like ``replay_bench``'s Anthropic agent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiobotocore.session
 import anthropic
 import boto3
 import httpx2
 import openai
+from aiobotocore.awsrequest import AioAWSResponse
 from botocore.awsrequest import AWSResponse, HeadersDict
 from urllib3.response import HTTPResponse
 
@@ -134,6 +139,42 @@ def _answered_by(client: Any, next_body: NextBody) -> Any:
 
     client.meta.events.register("before-send", answer)
     return client
+
+
+class _AioBody:
+    """What aiobotocore reads of an answer that is not streamed: the whole body, awaited."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    async def read(self) -> bytes:
+        return self._body
+
+
+def _aio_answered_by(next_body: NextBody) -> Callable[..., Any]:
+    """The async ``before-send`` handler of aiobotocore's floor: its own response over the next answer."""
+
+    async def answer(request: Any, **_: Any) -> AioAWSResponse:
+        headers = HeadersDict({"content-type": "application/json"})
+        return AioAWSResponse(request.url, 200, headers, _AioBody(next_body()))
+
+    return answer
+
+
+class _AsyncRuntime:
+    """aiobotocore's ``bedrock-runtime`` client called the way ``converse_agent`` calls boto3's: the
+    client opened once on an event loop of its own, each call run to its end on that loop."""
+
+    def __init__(self, base_url: str, before_send: Callable[..., Any] | None = None) -> None:
+        self._loop = asyncio.new_event_loop()
+        session = aiobotocore.session.get_session()
+        opening = session.create_client("bedrock-runtime", endpoint_url=base_url, region_name=REGION, **AWS)
+        self._client = self._loop.run_until_complete(opening.__aenter__())
+        if before_send is not None:
+            self._client.meta.events.register("before-send", before_send)
+
+    def converse(self, **options: Any) -> Any:
+        return self._loop.run_until_complete(self._client.converse(**options))
 
 
 def _azure(base_url: str, http_client: httpx2.Client | None = None) -> Any:
@@ -248,6 +289,15 @@ ROADS = {
             lambda fake: fake.queue_converse_text,
             _runtime,
             lambda base_url, next_body: _answered_by(_runtime(base_url), next_body),
+        ),
+        Road(
+            "aioconverse",
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            converse_agent,
+            lambda fake: fake.queue_converse_tool_calls,
+            lambda fake: fake.queue_converse_text,
+            _AsyncRuntime,
+            lambda base_url, next_body: _AsyncRuntime(base_url, _aio_answered_by(next_body)),
         ),
     )
 }

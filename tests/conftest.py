@@ -158,3 +158,24 @@ class NetworkGuard:
 def network_guard(monkeypatch: pytest.MonkeyPatch) -> NetworkGuard:
     """Call ``.block()`` once the run under test must be offline; ``.attempts`` lists what was tried."""
     return NetworkGuard(monkeypatch)
+
+
+# -- what the CLI shows ------------------------------------------------------------------------
+
+
+def cli_outputs(cassette: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """What ``verify``, ``inspect`` and ``view`` show of a cassette, then the page ``view`` wrote beside it:
+    every place a check that nothing leaks must look."""
+    from pytest_blackbox.cli import main  # the CLI's imports only for the tests that read its output
+
+    page = cassette.with_suffix(".html")
+    shown = []
+    for argv in (
+        ["verify", str(cassette)],
+        ["inspect", str(cassette)],
+        ["view", str(cassette), "-o", str(page)],
+    ):
+        main(argv)
+        captured = capsys.readouterr()
+        shown.append(captured.out + captured.err)
+    return [*shown, page.read_text(encoding="utf-8")]

@@ -32,6 +32,7 @@ NETWORK = {
 #: Folder (or top-level module) → the project folders it may import, and its third-party imports.
 LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "vocabulary": (frozenset(), frozenset()),
+    "importwatch": (frozenset(), frozenset()),
     "trace": (frozenset({"trace"}), frozenset({"jsonschema"})),
     "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
     "errors": (frozenset({"trace"}), frozenset()),
@@ -61,7 +62,7 @@ LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 ANALYSIS_SIDE = frozenset({"trace", "analysis"})
 #: Modules every layer may import: they import nothing of the package (``vocabulary``'s row says so).
-SHARED = frozenset({"vocabulary"})
+SHARED = frozenset({"vocabulary", "importwatch"})
 
 
 def _layer(path: Path) -> str:

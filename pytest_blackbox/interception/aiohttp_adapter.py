@@ -37,7 +37,7 @@ from .handler import Forward, Reply, UpstreamResponse
 from .mocker import innermost, route_async
 from .transport import forward_of, reply_headers, routed_already, routing_request
 
-__all__ = ["client_response", "start", "stop"]
+__all__ = ["start", "stop", "stream_reader"]
 
 _lock = threading.Lock()
 _users = 0
@@ -80,7 +80,7 @@ def _patch_aiohttp() -> None:
             return await send()
         if isinstance(decision, Forward):
             return await _forward(send, decision, _decompresses(self, kwargs))
-        response = client_response(self, request, decision.status, reply_headers(decision), decision.body)
+        response = _client_response(self, request, decision.status, reply_headers(decision), decision.body)
         await _raise_for_status(self, response, kwargs)
         return response
 
@@ -159,11 +159,11 @@ async def _forward(send: Callable[[], Any], forward: Forward, decompressed: bool
     headers = [(name.lower(), value) for name, value in response.headers.items()]
     body = raw if decompressed else decode_body(raw, headers)
     forward.on_response(UpstreamResponse(response.status, headers, body))
-    response.content = _reader(raw, asyncio.get_running_loop())
+    response.content = stream_reader(raw, asyncio.get_running_loop())
     return response
 
 
-def client_response(
+def _client_response(
     session: Any, request: httpx.Request, status: int, headers: list[tuple[str, str]], body: bytes
 ) -> Any:
     """An ``aiohttp.ClientResponse`` already read from the wire: ``headers`` and ``body`` as given."""
@@ -189,7 +189,7 @@ def client_response(
     response._raw_headers = tuple((name.encode("latin-1"), value.encode("latin-1")) for name, value in pairs)
     response.status = status
     response.reason = _reason(status)
-    response.content = _reader(body, loop)
+    response.content = stream_reader(body, loop)
     return response
 
 
@@ -212,7 +212,7 @@ def _reason(status: int) -> str:
         return ""
 
 
-def _reader(body: bytes, loop: asyncio.AbstractEventLoop) -> Any:
+def stream_reader(body: bytes, loop: asyncio.AbstractEventLoop) -> Any:
     """A finished ``aiohttp.StreamReader`` holding ``body``, for every way a client reads one."""
     aiohttp: Any = importlib.import_module("aiohttp")
     protocol = importlib.import_module("aiohttp.client_proto").ResponseHandler(loop=loop)

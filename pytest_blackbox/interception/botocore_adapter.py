@@ -15,8 +15,9 @@ aiobotocore, boto3's async counterpart, builds its sessions from the same built-
 emits the same ``before-send``, awaiting a handler that returns a coroutine; its emitter swaps a
 built-in botocore handler for the async twin ``aiobotocore.hooks`` maps it to. :func:`install` maps
 :func:`before_send` to :func:`before_send_async`, which decides the same way and answers with
-aiobotocore's ``AioAWSResponse`` over an ``aiohttp.ClientResponse`` (what its parsers, streaming
-bodies and event streams read), forwarding through aiobotocore's own aiohttp session.
+aiobotocore's ``AioAWSResponse`` over the bytes in an aiohttp ``StreamReader`` (what its parsers,
+streaming bodies and event streams read of an aiohttp response), forwarding through aiobotocore's
+own aiohttp session.
 
 A handler reaches a client through ``botocore.handlers.BUILTIN_HANDLERS``, which every botocore
 session registers when it is created and copies into each client it builds: :func:`install` adds it
@@ -29,6 +30,7 @@ aiobotocore stay optional: neither is ever imported here. See docs/engine.md#mod
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import io
 import sys
@@ -37,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from .aiohttp_adapter import client_response
+from .aiohttp_adapter import stream_reader
 from .decoding import decode_body
 from .handler import Forward, Reply, UpstreamResponse
 from .mocker import innermost
@@ -157,15 +159,28 @@ def _response(url: str, status: int, headers: list[tuple[str, str]], body: bytes
 
 
 def _aio_response(request: Any, status: int, headers: list[tuple[str, str]], body: bytes) -> Any:
-    """aiobotocore's ``AioAWSResponse`` over an ``aiohttp.ClientResponse`` already read: the raw
-    response aiobotocore's own aiohttp session hands its parsers, streaming bodies and event streams."""
-    raw = client_response(
-        None, httpx.Request(request.method, request.url, headers=_headers(request)), status, headers, body
-    )
+    """aiobotocore's ``AioAWSResponse`` for bytes already read: what its parsers, streaming bodies and
+    event streams read."""
     headers_dict = importlib.import_module("botocore.awsrequest").HeadersDict(headers)
     return importlib.import_module("aiobotocore.awsrequest").AioAWSResponse(
-        request.url, status, headers_dict, raw
+        request.url, status, headers_dict, _AioRaw(request.url, body)
     )
+
+
+class _AioRaw:
+    """A read body, as aiobotocore reads an aiohttp response: whole (``read``), or from its
+    ``content`` stream (a streaming body, an event stream); ``url`` names it in a read error."""
+
+    def __init__(self, url: str, body: bytes) -> None:
+        self.url = url
+        self.content = stream_reader(body, asyncio.get_running_loop())
+
+    async def read(self) -> bytes:
+        data: bytes = await self.content.read()
+        return data
+
+    def close(self) -> None:
+        """Nothing is open: the whole body was read already."""
 
 
 class _Raw(io.BytesIO):

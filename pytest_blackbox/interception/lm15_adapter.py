@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.abc
-import importlib.machinery
-import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from types import ModuleType
 from typing import Any
 
 import httpx
 
+from ..importwatch import when_imported
 from .handler import Decide, Forward, Reply, UpstreamResponse
 from .mocker import innermost
 from .transport import reply_headers
@@ -45,11 +43,7 @@ _lock = threading.Lock()
 
 def install() -> None:
     """Wrap DSPy's transports now if they are loaded, else as soon as they are (once per process)."""
-    module = sys.modules.get(_TRANSPORTS)
-    if module is not None:
-        _wrap(module)
-    elif not any(isinstance(finder, _Watch) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Watch())
+    when_imported((_TRANSPORTS,), _wrap)
 
 
 def _wrap(module: ModuleType) -> None:
@@ -168,27 +162,3 @@ async def _async_release(body_consumed: bool) -> None:
 
 async def _async_chunks(body: bytes) -> AsyncIterator[bytes]:
     yield body
-
-
-class _Watch(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when DSPy's transports are found, their loading is followed by the
-    wrapping, and the watch steps aside."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != _TRANSPORTS:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        loader = spec.loader if spec is not None else None
-        if spec is None or loader is None or not hasattr(loader, "exec_module"):
-            return None
-        execute = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            execute(module)
-            _wrap(module)
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _Watch)]
-        return spec

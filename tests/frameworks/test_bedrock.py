@@ -155,7 +155,9 @@ async def runtime_call(flavor: Flavor, root: str, operation: str, **options: Any
     """One ``bedrock-runtime`` call through boto3 or aiobotocore: the answer, or the events of its stream
     (read while the aiobotocore client is open), or the body ``invoke_model`` returns."""
     if not flavor.is_async:
-        answer = getattr(boto3.client("bedrock-runtime", endpoint_url=root), operation)(**options)
+        # a session per call, as aiobotocore's: boto3's default one would keep the recording's credentials
+        client = boto3.session.Session().client("bedrock-runtime", endpoint_url=root)
+        answer = getattr(client, operation)(**options)
         if flavor.streamed:
             return list(answer.get("stream") or answer["body"])
         return answer["body"].read() if "body" in answer else answer

@@ -1,5 +1,5 @@
-"""DSPy's ``ReAct`` records and replays on both of DSPy's engines, to Chat Completions and to
-Anthropic, sync and async.
+"""DSPy's ``ReAct`` records and replays on both of DSPy's engines, to Chat Completions, Anthropic and
+Gemini, sync, async and streamed.
 
 DSPy builds a tool from the function (``dspy.Tool`` reads the signature and the docstring), so the
 function is wrapped first: ``bb.tool("get_weather", get_weather)``. ``ReAct`` asks the model for its
@@ -26,7 +26,7 @@ import pytest
 
 from pytest_blackbox import ReplayDivergenceError
 from pytest_blackbox.engine.session import Session
-from pytest_blackbox.testing.fake_provider import FakeProvider
+from pytest_blackbox.testing.fake_provider import FakeProvider, ReceivedRequest
 from tests.conftest import NetworkGuard
 
 from .conftest import (
@@ -77,8 +77,8 @@ ANSWERS = [
 
 @dataclass(frozen=True)
 class Flavor:
-    """The provider, DSPy's engine (its native one, lm15, or LiteLLM), and ``module(...)`` or
-    ``await module.acall(...)``."""
+    """The provider, DSPy's engine (its native one, lm15, or LiteLLM), and ``module(...)``,
+    ``await module.acall(...)`` or ``dspy.streamify(module)``."""
 
     api: str
     style: str
@@ -87,23 +87,36 @@ class Flavor:
     def lm(self, root: str) -> dspy.LM:
         """The key comes from the environment: the suite's while recording, the placeholder in a replay.
 
-        DSPy's native engine takes the API's base as the provider documents it (``…/v1``); LiteLLM
-        adds Anthropic's ``/v1`` itself."""
-        model = "anthropic/claude-sonnet-4-5" if self.api == "anthropic" else "openai/gpt-5"
-        base = root if (self.engine, self.api) == ("litellm", "anthropic") else root + "/v1"
-        return dspy.LM(model, api_base=base, cache=False, engine=self.engine)
+        The base is the API's as the provider documents it (``…/v1``, ``…/v1beta``); LiteLLM adds
+        Anthropic's ``/v1`` itself."""
+        model, base = API[self.api][:2]
+        root = root if (self.engine, self.api) == ("litellm", "anthropic") else root + base
+        return dspy.LM(model, api_base=root, cache=False, engine=self.engine)
 
     def script(self, fake: FakeProvider) -> None:
-        queue = fake.queue_anthropic_text if self.api == "anthropic" else fake.queue_openai_text
+        queue = getattr(fake, API[self.api][2])
         for answer in ANSWERS:
             queue(answer)
+
+    def streamed(self, request: ReceivedRequest) -> bool:
+        """Whether a request asked for a stream: in its body, or (Gemini) in its path."""
+        return ":streamGenerateContent" in request.path or bool(request.json.get("stream"))
+
+
+#: Each API: DSPy's model, the base under the server root, and the fake provider's queue.
+API = {
+    "anthropic": ("anthropic/claude-sonnet-4-5", "/v1", "queue_anthropic_text"),
+    "openai-chat": ("openai/gpt-5", "/v1", "queue_openai_text"),
+    "gemini": ("gemini/gemini-2.5-flash", "/v1beta", "queue_gemini_text"),
+}
+GEMINI_KEY = "gemini-suite-test-key-0123456789abcdef"
 
 
 FLAVORS = [
     pytest.param(Flavor(api, style, engine), id=f"{engine}-{api}-{style}")
     for engine in ("lm15", "litellm")
-    for api in ("anthropic", "openai-chat")
-    for style in ("sync", "async")
+    for api in API
+    for style in ("sync", "async", "stream")
 ]
 
 
@@ -113,9 +126,20 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     tools = [bb.tool("get_weather", travel.get_weather), bb.tool("get_time", travel.get_time)]
     react = dspy.ReAct(signature, tools=tools, max_iters=4)
     with dspy.context(lm=flavor.lm(root)):
+        if flavor.style == "stream":
+            return str(asyncio.run(streamed(react)).answer)
         if flavor.style == "async":
             return str(asyncio.run(react.acall(question=PROMPT)).answer)
         return str(react(question=PROMPT).answer)
+
+
+async def streamed(react: Any) -> Any:
+    """``dspy.streamify``: each model call streamed, the answer's tokens listened to, the prediction last."""
+    listener = dspy.streaming.StreamListener(signature_field_name="answer")
+    prediction = None
+    async for item in dspy.streamify(react, stream_listeners=[listener])(question=PROMPT):
+        prediction = item if isinstance(item, dspy.Prediction) else prediction
+    return prediction
 
 
 @pytest.fixture
@@ -127,10 +151,14 @@ def recorded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Recording:
     """Recorded against the fake, which is then stopped; the keys are the placeholder from then on."""
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
     flavor.script(fake_provider)
     recording, answer, tools = record(fake_provider, tmp_path / "dspy.json", sessions, partial(run, flavor))
     assert answer == FINAL
     assert tools.calls == [("get_weather", "Paris"), ("get_time", "Paris")]
+    # streamify streams the call whose output field is listened to: the answer's extraction, the last
+    streams = [flavor.streamed(request) for request in fake_provider.requests]
+    assert streams == [False, False, False, flavor.style == "stream"]
     go_keyless(monkeypatch)
     return recording
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import socket
 from typing import Any
@@ -22,11 +23,20 @@ from pytest_blackbox.interception import (
 from pytest_blackbox.providers import ROUTES
 from pytest_blackbox.testing.fake_provider import FakeProvider
 
-pytest.importorskip("dspy", reason="DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
+if importlib.util.find_spec("dspy") is None:
+    pytest.skip("DSPy is not installed (pip install 'pytest-blackbox[frameworks]')", allow_module_level=True)
 
-#: Imported by name: DSPy's vendored package carries type information that would make mypy read
-#: ``dspy`` itself as typed, which it is not.
-transports: Any = importlib.import_module("dspy._vendor.lm15.transports")
+
+class _Transports:
+    """DSPy's transports, imported when a test first uses them: importing DSPy costs seconds, which
+    every worker collecting this module would pay. Imported by name, too: DSPy's vendored package
+    carries type information that would make mypy read ``dspy`` itself as typed, which it is not."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module("dspy._vendor.lm15.transports"), name)
+
+
+transports = _Transports()
 
 Sent = tuple[int, list[tuple[str, str]], bytes]
 CHAT = json.dumps({"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}).encode()

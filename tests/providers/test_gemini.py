@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import CallIds, gemini, provider_for_path
 from pytest_blackbox.providers.gemini import GeminiCall
-from pytest_blackbox.providers.sse import parse_events
+from pytest_blackbox.providers.sse import parse_events, pieces
 from pytest_blackbox.trace.canonical import pretty_json
 
 from .outputs import neutral_outputs, object_inputs
@@ -967,6 +967,50 @@ def test_a_stream_adds_up_to_the_response_its_chunks_describe() -> None:
     assert collected["usageMetadata"] == {"totalTokenCount": 9}
     output: Any = gemini.normalize_response(collected, CallIds())
     assert output["text"] == "Hello "
+
+
+JSON_ANSWER = '{"name":"Bob","employer":{"company_name":"TechCorp"}}'
+SCHEMA = {"type": "OBJECT", "properties": {"name": {"type": "STRING"}}}
+
+
+@pytest.mark.parametrize(
+    ("config", "chunks", "omitted"),
+    [
+        pytest.param(
+            {"responseMimeType": "application/json", "responseSchema": SCHEMA},
+            [
+                response(text("**Planning**", thought=True), finish=None),
+                response(text(JSON_ANSWER), finish=None),
+                response(text("", thoughtSignature="c2ln"), finish="STOP"),
+            ],
+            ["textPieces"],
+            id="schema-whole",
+        ),
+        pytest.param(
+            {"responseJsonSchema": {"type": "object"}},
+            [response(text(JSON_ANSWER[:20]), finish=None), response(text(JSON_ANSWER[20:]))],
+            None,
+            id="schema-in-pieces",
+        ),
+        pytest.param({}, [response(text(JSON_ANSWER))], None, id="no-schema-whole"),
+    ],
+)
+def test_structured_output_streamed_whole_replays_whole(
+    config: dict[str, Any], chunks: list[Any], omitted: list[str] | None
+) -> None:
+    """google-genai parses each chunk's text alone into ``parsed``: only structured output whose text
+    came in one chunk keeps that fact, so every other stream records as it always did."""
+    ids = CallIds()
+    call_ = gemini_call(stream=True)
+    body = {"contents": [{"role": "user", "parts": [text("Bob works at TechCorp.")]}]}
+    call_.normalize_request({**body, "generationConfig": config} if config else body, ids)
+    collected = call_.collect_stream(b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks))
+    output: Any = call_.normalize_response(collected, ids)
+    assert output.get("omitted") == omitted
+    assert output["text"] == JSON_ANSWER
+    events = call_.synthesize_stream(output, output_index=1, model=None, timestamp=0)
+    texts = [part["text"] for c in chunks_of(events) for part in c["candidates"][0]["content"]["parts"]]
+    assert texts == ([JSON_ANSWER] if omitted else pieces(JSON_ANSWER))
 
 
 @pytest.mark.parametrize(

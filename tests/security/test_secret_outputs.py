@@ -19,7 +19,7 @@ import pytest
 
 import pytest_blackbox.plugin.testrun  # noqa: F401  (the same, for the session, respx and the providers)
 from pytest_blackbox.analysis.jsondiff import first_difference, format_path
-from pytest_blackbox.cli import main
+from tests.conftest import cli_outputs
 
 from .conftest import ANTHROPIC_KEY, LITERAL_KEY, OPENAI_KEY
 
@@ -134,20 +134,6 @@ def leaking_files(root: Path) -> list[str]:
         for p in root.rglob("*")
         if p.is_file() and leaks(p.read_text(encoding="utf-8", errors="replace"))
     )
-
-
-def cli_outputs(cassette: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    page = cassette.with_name("page.html")
-    shown = []
-    for argv in (
-        ["verify", str(cassette)],
-        ["inspect", str(cassette)],
-        ["view", str(cassette), "-o", str(page)],
-    ):
-        main(argv)
-        captured = capsys.readouterr()
-        shown.append(captured.out + captured.err)
-    return [*shown, page.read_text(encoding="utf-8")]
 
 
 @pytest.mark.parametrize("where", list(RECORDED))
