@@ -7,6 +7,8 @@ interceptor would answer the next tests' HTTP calls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -59,6 +61,19 @@ def _hypothesis_without_deadline() -> None:
 
 
 _hypothesis_without_deadline()
+
+
+def _load_http_cores() -> None:
+    """Import the httpcore packages before any in-process pytester run: such a run removes the modules
+    it imported when it ends, and httpx builds its map of httpcore's exceptions once, at its first
+    request. A core first imported inside an inner run would come back as new classes the map does
+    not know, and a dropped connection would escape as httpcore's error instead of httpx's."""
+    for name in ("httpcore", "httpcore2"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+_load_http_cores()
 
 
 @pytest.fixture(scope="session")

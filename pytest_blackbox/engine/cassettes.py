@@ -17,6 +17,7 @@ from typing import TypeVar
 from ..analysis.verify import VerifyReport, verify_trace
 from ..trace.io import load_trace, parse_trace
 from ..trace.model import Trace
+from .recorded import note_media_free
 
 __all__ = ["load_cassette", "load_verified"]
 
@@ -97,6 +98,7 @@ def load_cassette(path: Path) -> Trace:
     except (OSError, UnicodeDecodeError):
         return load_trace(path)  # it raises the CassetteReadError that names the problem
     trace = parse_trace(text, path=os.fspath(path))
+    note_media_free(trace, text)
     _remember(_CHECKED, key, trace)
     return trace
 

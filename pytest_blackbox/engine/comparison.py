@@ -45,6 +45,8 @@ TOOL_INPUT_HINT = "The agent called the tool with different arguments than it di
 MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."
 
 _sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+#: An object key as ``identity_text`` writes it.
+_key_text = json.JSONEncoder().encode
 
 #: A request as :meth:`StrictComparison.identical` compares it: the ``identity_text`` of everything
 #: but its messages, and of each message.
@@ -58,12 +60,25 @@ _RECORDED_MAX = 4096
 SEQUENCE_RULE = "the sequence match mode"
 
 
-def _parts(request: Any, message_texts: Callable[[list[Any]], list[str | None]]) -> Parts | None:
-    """A request's parts (``None``: it is no object with a list of messages, so it is compared whole)."""
+def _parts(
+    request: Any,
+    message_texts: Callable[[list[Any]], list[str | None]],
+    value_text: Callable[[str, Any], str | None] = lambda _, value: identity_text(value),
+) -> Parts | None:
+    """A request's parts (``None``: it is no object with a list of messages, so it is compared whole):
+    the ``identity_text`` of everything but its messages, built field by field (``value_text``), and
+    of each message."""
     if type(request) is not dict or type(request.get("messages")) is not list:
         return None
-    rest = identity_text({key: value for key, value in request.items() if key != "messages"})
-    return rest, message_texts(request["messages"])
+    rest = {key: value for key, value in request.items() if key != "messages"}
+    if not all(type(key) is str for key in rest):
+        return identity_text(rest), message_texts(request["messages"])
+    keys = sorted(rest)
+    texts = [value_text(key, rest[key]) for key in keys]
+    if None in texts:
+        return None, message_texts(request["messages"])
+    fields = ", ".join(f"{_key_text(key)}: {text}" for key, text in zip(keys, texts, strict=True))
+    return "{" + fields + "}", message_texts(request["messages"])
 
 
 def _texts(messages: list[Any]) -> list[str | None]:
@@ -119,6 +134,8 @@ class Comparison:
         #: The last request's messages (kept alive with them) and their ``identity_text``.
         self._messages: list[Any] = []
         self._message_texts: list[str | None] = []
+        #: The last request's other fields, by name: (value, its ``identity_text``).
+        self._fields: dict[str, tuple[Any, str | None]] = {}
         #: The first request or tool input that matched only through a rule (``None``: none did).
         self.relaxed: Relaxation | None = None
 
@@ -168,10 +185,18 @@ class Comparison:
         are not encoded again, and each recorded request's parts are computed once per cassette.
         ``None``: either is no object with a list of messages (compare them whole)."""
         parts = _recorded_parts(turn.request)
-        actual = _parts(request, self._texts_of) if parts is not None else None
+        actual = _parts(request, self._texts_of, self._field_text) if parts is not None else None
         if actual is None:
             return None
         return None not in actual[1] and actual == parts
+
+    def _field_text(self, name: str, value: Any) -> str | None:
+        """A field's ``identity_text``, kept while the field is the very same object (the tool
+        definitions a session hands out again for byte-identical text, see ``CallIds.reused``)."""
+        known = self._fields.get(name)
+        if known is None or known[0] is not value:
+            known = self._fields[name] = (value, identity_text(value))
+        return known[1]
 
     def _texts_of(self, messages: list[Any]) -> list[str | None]:
         """Each message's ``identity_text``, encoding only those after the last request's start."""
@@ -291,14 +316,17 @@ class StrictComparison(Comparison):
         return recorded is not None and recorded == identity_text(view)
 
     def check_unedited(self) -> None:
-        """The messages of the last request, encoded again, must give the texts they were compared by.
+        """The messages and fields of the last request, encoded again, must give the texts they were
+        compared by.
 
         Reusing a message's text by identity is sound only while nothing edits the normalized
         message once made, which the session, the providers and the match rules all promise (the
         matcher gets copies). Checking it once per run costs one request's encoding, and a message
         edited at any point of the run stays edited, so a break of the promise cannot go unseen.
         """
-        if _texts(self._messages) != self._message_texts:
+        fields = list(self._fields.values())
+        edited = any(identity_text(value) != text for value, text in fields)
+        if edited or _texts(self._messages) != self._message_texts:
             raise RuntimeError(
                 "pytest-blackbox internal error: a request message was edited after it was "
                 "compared, so this replay's comparison cannot be trusted; please report it"

@@ -7,19 +7,19 @@ See docs/engine.md#replay-what-is-compared.
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..errors import RecordedToolError
+from ..providers.common import json_copy
 from ..trace.errors import CassetteError
 from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
 from ..trace.payloads import ToolRounds
 from .concurrency import AnswerIndex
 
-__all__ = ["RecordedPair", "RecordedRun", "RecordedTurn"]
+__all__ = ["RecordedPair", "RecordedRun", "RecordedTurn", "note_media_free"]
 
 
 @dataclass
@@ -43,11 +43,12 @@ class RecordedPair:
         return self.call["payload"].get("toolInput")
 
     def answer(self) -> Any:
-        """A private copy of the recorded result, or the recorded error raised."""
+        """A private copy of the recorded result, or the recorded error raised (a cassette holds
+        plain JSON with safe integers only, which ``json_copy`` copies as they are)."""
         payload = self.result["payload"] if self.result is not None else {}
         if "error" in payload:
             raise RecordedToolError(str(payload["error"]))
-        return copy.deepcopy(payload.get("result"))
+        return json_copy(payload.get("result"))
 
 
 @dataclass(eq=False)
@@ -76,7 +77,9 @@ class RecordedTurn:
         index = self.input["index"]
         request = self._requests.get(index)
         if request is None:
-            request = self._requests[index] = without_bytes(self.input["payload"])
+            payload = self.input["payload"]
+            media = self._requests.get(_HOLDS_MEDIA, True)
+            request = self._requests[index] = without_bytes(payload) if media else payload
         return request
 
 
@@ -199,6 +202,17 @@ class _Shape:
         return self._links
 
 
+def note_media_free(trace: Trace, text: str) -> None:
+    """Note that the cassette text ``trace`` was read from holds no media part, when its text shows it
+    (a media part's ``"media"`` can only be written so, or with a ``\\u`` escape): its recorded
+    requests are then compared as they are, without looking for bytes to leave out, message by
+    message, in every request of a long run."""
+    if '"media"' not in text and "\\u" not in text:
+        _shape(trace["steps"]).requests[_HOLDS_MEDIA] = False
+
+
+#: The key of ``_Shape.requests`` that says whether its cassette may hold media parts (unset: it may).
+_HOLDS_MEDIA: Final = -1
 #: Each steps list's shape, by its identity (the list kept alive with it); bounded.
 _SHAPES: OrderedDict[int, tuple[list[TraceStep], _Shape]] = OrderedDict()
 _SHAPES_MAX = 64

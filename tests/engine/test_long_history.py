@@ -150,3 +150,24 @@ def test_a_compared_message_edited_afterwards_fails_the_replay(
         session.finish(result=answer)
     assert fake_provider.requests == []
     session.discard()
+
+
+def test_a_compared_field_edited_afterwards_fails_the_replay(
+    recorded: Path,
+    fake_provider: FakeProvider,
+    sessions: Callable[..., Session],
+    provider_keys: pytest.MonkeyPatch,
+) -> None:
+    """The fields besides the messages (the tool definitions) are reused by identity too, and checked
+    again at the run's end the same way."""
+    client = anthropic.Anthropic(base_url=fake_provider.base_url, max_retries=0)
+    session = sessions(mode="replay", cassette=recorded)
+    answer = agent(client, session.tools({"lookup": lookup}), None, 0)
+    cursor = session._dispatch.cursor
+    assert cursor is not None
+    tools, _ = cursor.compare._fields["tools"]  # the last request's tool definitions, as compared
+    tools[0]["description"] = "edited after it was compared"
+    with pytest.raises(RuntimeError, match=r"^pytest-blackbox internal error: a request message was edited"):
+        session.finish(result=answer)
+    assert fake_provider.requests == []
+    session.discard()

@@ -137,6 +137,23 @@ def test_inline_mode_keeps_the_bytes_and_replays_by_digest(
     replay.finish(result=ANSWER)
 
 
+def test_an_inline_cassette_spelling_media_with_escapes_still_replays_by_digest(
+    fake_provider: FakeProvider, offline: Callable[[], list[str]], tmp_path: Path
+) -> None:
+    """A cassette whose text shows no ``"media"`` is replayed without looking for bytes to leave out;
+    one that spells it with a ``\\u`` escape (the same JSON value) is still looked through."""
+    path = tmp_path / "inline.json"
+    _record(fake_provider, PROTOCOLS[0], path, media="inline")
+    text = path.read_text(encoding="utf-8")
+    assert '"media"' in text
+    path.write_text(text.replace('"media"', '"\\u006dedia"'), encoding="utf-8")
+    assert verify_trace(path).ok  # the same values, so the same hashes
+    offline()
+    replay = blackbox(mode="replay", cassette=path)
+    assert _run(fake_provider.base_url, PROTOCOLS[0], False, replay) == ANSWER
+    replay.finish(result=ANSWER)
+
+
 def _decoded(data: str) -> bytes:
     """Inline data is standard base64 (google-genai's URL-safe alphabet is translated)."""
     return base64.b64decode(data, validate=True)
