@@ -50,7 +50,11 @@ class _Deferred:
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("_"):  # collection probes every module-level object for pytest's markers
             raise AttributeError(attribute)
-        return getattr(importlib.import_module(self._name), attribute)
+        module = importlib.import_module(self._name)
+        submodule = f"{self._name}.{attribute}"
+        if hasattr(module, "__path__") and importlib.util.find_spec(submodule) is not None:
+            return _Deferred(submodule)  # a package's submodule is imported on its own first use too
+        return getattr(module, attribute)
 
 
 def deferred_import(name: str, reason: str) -> Any:
@@ -58,11 +62,11 @@ def deferred_import(name: str, reason: str) -> Any:
 
     Every xdist worker collects every test module, and a framework's import costs seconds (LiteLLM's
     alone is a quarter of a worker's collection): deferred, only the worker that runs a framework's
-    tests pays for it. A module that is not installed skips the test module at collection, as
-    ``pytest.importorskip`` does. Test modules bind the real module under ``TYPE_CHECKING``, so mypy
-    checks every use.
+    tests pays for it. A package's submodules are reached as attributes (``pydantic_ai.models.openai``).
+    A package that is not installed skips the test module at collection, as ``pytest.importorskip``
+    does. Test modules bind the real modules under ``TYPE_CHECKING``, so mypy checks every use.
     """
-    if importlib.util.find_spec(name) is None:
+    if importlib.util.find_spec(name.partition(".")[0]) is None:
         pytest.skip(reason, allow_module_level=True)
     return _Deferred(name)
 

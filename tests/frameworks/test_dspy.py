@@ -20,19 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip("dspy", reason="DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
-
-import dspy
 
 from pytest_blackbox import ReplayDivergenceError
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider, ReceivedRequest
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,
@@ -41,11 +36,17 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     go_keyless,
     payload,
     step_types,
 )
 from .contract import Recording, record, replays_offline
+
+if TYPE_CHECKING:
+    import dspy
+else:
+    dspy = deferred_import("dspy", "DSPy is not installed (pip install 'pytest-blackbox[frameworks]')")
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."

@@ -15,28 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip(
-    "langchain_core", reason="LangChain is not installed (pip install 'pytest-blackbox[frameworks]')"
-)
-pytest.importorskip("langchain_anthropic", reason="langchain-anthropic is not installed")
-pytest.importorskip("langchain_openai", reason="langchain-openai is not installed")
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
-from langchain_anthropic import ChatAnthropic
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, tool
-from langchain_openai import AzureChatOpenAI, ChatOpenAI
+import pytest
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     INSTRUCTIONS,
@@ -44,6 +31,7 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     go_keyless,
     payload,
     step_types,
@@ -53,6 +41,19 @@ from .conftest import (
     TWO_TOOLS_THEN_ANSWER as STEP_TYPES,
 )
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import langchain_anthropic
+    import langchain_core.language_models
+    import langchain_core.messages
+    import langchain_core.tools
+    import langchain_openai
+else:
+    langchain_anthropic = deferred_import("langchain_anthropic", "langchain-anthropic is not installed")
+    langchain_core = deferred_import(
+        "langchain_core", "LangChain is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
+    langchain_openai = deferred_import("langchain_openai", "langchain-openai is not installed")
 
 #: ``AzureChatOpenAI`` reads its key from AZURE_OPENAI_API_KEY, as Azure deployments configure it.
 AZURE_KEY = "azure-langchain-key-0123456789abcdef"
@@ -83,14 +84,16 @@ class Flavor:
     api: str
     style: str = "sync"
 
-    def model(self, root: str) -> BaseChatModel:
+    def model(self, root: str) -> langchain_core.language_models.BaseChatModel:
         if self.api == "anthropic":
-            return ChatAnthropic(model="claude-sonnet-5-5", base_url=root, max_tokens=1024)
+            return langchain_anthropic.ChatAnthropic(
+                model="claude-sonnet-5-5", base_url=root, max_tokens=1024
+            )
         if self.api == "azure-openai":
-            return AzureChatOpenAI(
+            return langchain_openai.AzureChatOpenAI(
                 azure_endpoint=root, azure_deployment=AZURE_DEPLOYMENT, api_version="2024-10-21"
             )
-        return ChatOpenAI(
+        return langchain_openai.ChatOpenAI(
             model="gpt-5", base_url=root + "/v1", use_responses_api=self.api == "openai-responses"
         )
 
@@ -117,19 +120,24 @@ FLAVORS = [
 ]
 
 
-def make_tools(bb: Session, tools: TravelTools) -> list[BaseTool]:
+def make_tools(bb: Session, tools: TravelTools) -> list[langchain_core.tools.BaseTool]:
     """The recipe: wrap each function with the session, then let LangChain build the tool from it."""
     return [
-        tool(bb.tool("get_weather", tools.get_weather), parse_docstring=True),
-        tool(bb.tool("get_time", tools.get_time), parse_docstring=True),
+        langchain_core.tools.tool(bb.tool("get_weather", tools.get_weather), parse_docstring=True),
+        langchain_core.tools.tool(bb.tool("get_time", tools.get_time), parse_docstring=True),
     ]
 
 
-def run_sync(flavor: Flavor, model: Any, tools: dict[str, BaseTool], messages: list[BaseMessage]) -> str:
+def run_sync(
+    flavor: Flavor,
+    model: Any,
+    tools: dict[str, langchain_core.tools.BaseTool],
+    messages: list[langchain_core.messages.BaseMessage],
+) -> str:
     while True:
         if flavor.streamed:
             chunks = [chunk for chunk in model.stream(messages)]
-            reply: AIMessage = sum(chunks[1:], chunks[0])
+            reply: langchain_core.messages.AIMessage = sum(chunks[1:], chunks[0])
         else:
             reply = model.invoke(messages)
         messages.append(reply)
@@ -138,7 +146,11 @@ def run_sync(flavor: Flavor, model: Any, tools: dict[str, BaseTool], messages: l
         messages.extend(tools[call["name"]].invoke(call) for call in reply.tool_calls)
 
 
-async def run_async(model: Any, tools: dict[str, BaseTool], messages: list[BaseMessage]) -> str:
+async def run_async(
+    model: Any,
+    tools: dict[str, langchain_core.tools.BaseTool],
+    messages: list[langchain_core.messages.BaseMessage],
+) -> str:
     while True:
         reply = await model.ainvoke(messages)
         messages.append(reply)
@@ -151,7 +163,10 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     """The loop LangChain documents for ``bind_tools``: call the model, run the tools it asks for, repeat."""
     tools = make_tools(bb, travel)
     model = flavor.model(root).bind_tools(tools)
-    messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(PROMPT)]
+    messages: list[langchain_core.messages.BaseMessage] = [
+        langchain_core.messages.SystemMessage(instructions),
+        langchain_core.messages.HumanMessage(PROMPT),
+    ]
     by_name = {t.name: t for t in tools}
     if flavor.style == "async":
         return asyncio.run(run_async(model, by_name, messages))

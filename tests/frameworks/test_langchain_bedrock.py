@@ -13,28 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip(
-    "langchain_aws", reason="langchain-aws is not installed (pip install 'pytest-blackbox[frameworks]')"
-)
-
 from botocore.exceptions import ClientError
-from langchain_aws import ChatBedrockConverse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, tool
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     INSTRUCTIONS,
     LOCAL_TIME,
     WEATHER,
     TravelTools,
+    deferred_import,
     go_keyless,
     payload,
     step_types,
@@ -42,6 +35,18 @@ from .conftest import (
 )
 from .conftest import TWO_TOOLS_THEN_ANSWER as STEP_TYPES
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import langchain_aws
+    import langchain_core.messages
+    import langchain_core.tools
+else:
+    langchain_aws = deferred_import(
+        "langchain_aws", "langchain-aws is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
+    langchain_core = deferred_import(
+        "langchain_core", "langchain_core is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
 
 MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
 PROMPT = "What's the weather and the local time in Paris?"
@@ -71,17 +76,22 @@ def _aws(provider_keys: pytest.MonkeyPatch) -> None:
 
 
 def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
-    tools: list[BaseTool] = [
-        tool(bb.tool("get_weather", travel.get_weather), parse_docstring=True),
-        tool(bb.tool("get_time", travel.get_time), parse_docstring=True),
+    tools: list[langchain_core.tools.BaseTool] = [
+        langchain_core.tools.tool(bb.tool("get_weather", travel.get_weather), parse_docstring=True),
+        langchain_core.tools.tool(bb.tool("get_time", travel.get_time), parse_docstring=True),
     ]
-    model = ChatBedrockConverse(model_id=MODEL, endpoint_url=root, region_name="us-east-1").bind_tools(tools)
+    model = langchain_aws.ChatBedrockConverse(
+        model_id=MODEL, endpoint_url=root, region_name="us-east-1"
+    ).bind_tools(tools)
     by_name = {t.name: t for t in tools}
-    messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(PROMPT)]
+    messages: list[langchain_core.messages.BaseMessage] = [
+        langchain_core.messages.SystemMessage(instructions),
+        langchain_core.messages.HumanMessage(PROMPT),
+    ]
     while True:
         if flavor.style == "stream":
             chunks = list(model.stream(messages))
-            reply: AIMessage = sum(chunks[1:], chunks[0])
+            reply: langchain_core.messages.AIMessage = sum(chunks[1:], chunks[0])
         elif flavor.style == "async":
             reply = asyncio.run(model.ainvoke(messages))
         else:

@@ -15,35 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip(
-    "langgraph", reason="LangGraph is not installed (pip install 'pytest-blackbox[frameworks]')"
-)
-pytest.importorskip(
-    "langchain", reason="langchain is not installed (pip install 'pytest-blackbox[frameworks]')"
-)
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
-from langchain.agents import create_agent
-from langchain_anthropic import ChatAnthropic
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
-from langchain_core.tools import tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from langchain_openai import ChatOpenAI
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+import pytest
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     INSTRUCTIONS,
@@ -51,6 +31,7 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     payload,
     step_types,
     tool_results,
@@ -59,6 +40,36 @@ from .conftest import (
     TWO_TOOLS_THEN_ANSWER as STEP_TYPES,
 )
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import langchain.agents
+    import langchain_anthropic
+    import langchain_core.language_models
+    import langchain_core.messages
+    import langchain_core.runnables
+    import langchain_core.tools
+    import langchain_core.utils.function_calling
+    import langchain_openai
+    import langgraph.graph
+    import langgraph.graph.state
+    import langgraph.prebuilt
+else:
+    langchain = deferred_import(
+        "langchain", "langchain is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
+    langchain_anthropic = deferred_import(
+        "langchain_anthropic",
+        "langchain_anthropic is not installed (pip install 'pytest-blackbox[frameworks]')",
+    )
+    langchain_core = deferred_import(
+        "langchain_core", "langchain_core is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
+    langchain_openai = deferred_import(
+        "langchain_openai", "langchain_openai is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
+    langgraph = deferred_import(
+        "langgraph", "LangGraph is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -77,19 +88,23 @@ class Flavor:
     api: str
     style: str = "sync"
 
-    def model(self, root: str) -> BaseChatModel:
+    def model(self, root: str) -> langchain_core.language_models.BaseChatModel:
         if self.api == "anthropic":
-            return ChatAnthropic(model="claude-sonnet-5-5", base_url=root, max_tokens=1024)
-        return ChatOpenAI(model="gpt-5", base_url=root + "/v1")
+            return langchain_anthropic.ChatAnthropic(
+                model="claude-sonnet-5-5", base_url=root, max_tokens=1024
+            )
+        return langchain_openai.ChatOpenAI(model="gpt-5", base_url=root + "/v1")
 
     def script(self, fake: FakeProvider) -> None:
         queue = fake.queue_anthropic_tool_calls if self.api == "anthropic" else fake.queue_openai_tool_calls
         queue(CALLS)
         queue([], text=FINAL)
 
-    def agent(self, root: str, tools: list[Callable[..., Any]], instructions: str) -> CompiledStateGraph[Any]:
+    def agent(
+        self, root: str, tools: list[Callable[..., Any]], instructions: str
+    ) -> langgraph.graph.state.CompiledStateGraph[Any]:
         if self.graph == "create-agent":
-            return create_agent(self.model(root), tools=tools, system_prompt=instructions)
+            return langchain.agents.create_agent(self.model(root), tools=tools, system_prompt=instructions)
         return tool_node_graph(self.model(root), tools, instructions)
 
 
@@ -102,22 +117,34 @@ FLAVORS = [
 
 
 def tool_node_graph(
-    model: BaseChatModel, tools: list[Callable[..., Any]], instructions: str
-) -> CompiledStateGraph[Any]:
+    model: langchain_core.language_models.BaseChatModel, tools: list[Callable[..., Any]], instructions: str
+) -> langgraph.graph.state.CompiledStateGraph[Any]:
     """The ReAct loop LangGraph documents: a model node, a ``ToolNode``, and ``tools_condition`` between."""
     bound = model.bind_tools(tools)
 
-    def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [bound.invoke([SystemMessage(instructions), *state["messages"]])]}
+    def call_model(
+        state: langgraph.graph.MessagesState,
+    ) -> dict[str, list[langchain_core.messages.BaseMessage]]:
+        return {
+            "messages": [
+                bound.invoke([langchain_core.messages.SystemMessage(instructions), *state["messages"]])
+            ]
+        }
 
-    async def acall_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await bound.ainvoke([SystemMessage(instructions), *state["messages"]])]}
+    async def acall_model(
+        state: langgraph.graph.MessagesState,
+    ) -> dict[str, list[langchain_core.messages.BaseMessage]]:
+        return {
+            "messages": [
+                await bound.ainvoke([langchain_core.messages.SystemMessage(instructions), *state["messages"]])
+            ]
+        }
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", RunnableLambda(call_model, afunc=acall_model))
-    graph.add_node("tools", ToolNode(tools))
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", tools_condition)
+    graph = langgraph.graph.StateGraph(langgraph.graph.MessagesState)
+    graph.add_node("agent", langchain_core.runnables.RunnableLambda(call_model, afunc=acall_model))
+    graph.add_node("tools", langgraph.prebuilt.ToolNode(tools))
+    graph.add_edge(langgraph.graph.START, "agent")
+    graph.add_conditional_edges("agent", langgraph.prebuilt.tools_condition)
     graph.add_edge("tools", "agent")
     return graph.compile()
 
@@ -126,7 +153,7 @@ def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instruction
     """The recipe: hand the agent the wrapped functions."""
     tools = [bb.tool("get_weather", travel.get_weather), bb.tool("get_time", travel.get_time)]
     agent = flavor.agent(root, tools, instructions)
-    state = {"messages": [HumanMessage(PROMPT)]}
+    state = {"messages": [langchain_core.messages.HumanMessage(PROMPT)]}
     result = asyncio.run(agent.ainvoke(state)) if flavor.style == "async" else agent.invoke(state)
     return str(result["messages"][-1].text)
 
@@ -169,7 +196,9 @@ def test_the_wrapper_is_invisible_to_langchain(recorded: Recording, flavor: Flav
     turns a function into a tool (the whole docstring describes it), ``bind_tools`` parses the docstring."""
     travel = TravelTools()
     converted = [
-        convert_to_openai_tool(tool(fn) if flavor.graph == "create-agent" else fn)["function"]
+        langchain_core.utils.function_calling.convert_to_openai_tool(
+            langchain_core.tools.tool(fn) if flavor.graph == "create-agent" else fn
+        )["function"]
         for fn in (travel.get_weather, travel.get_time)
     ]
     assert payload(recorded.path, 0)["tools"] == [

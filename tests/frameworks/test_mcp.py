@@ -13,19 +13,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install 'pytest-blackbox[frameworks]')")
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
-from mcp import StdioServerParameters
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+import pytest
 
 from pytest_blackbox import MCPClient, mcp_client
 from pytest_blackbox.analysis.verify import verify_trace
@@ -34,14 +26,26 @@ from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError, BlackboxUsageError, ReplayDivergenceError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from tests import TEST_KEYS
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,
     INSTRUCTIONS,
     InnerSuite,
+    deferred_import,
     payload,
     step_types,
 )
+
+if TYPE_CHECKING:
+    import mcp
+    import mcp.shared.exceptions
+    import mcp_types
+else:
+    mcp = deferred_import("mcp", "the MCP SDK is not installed (pip install 'pytest-blackbox[frameworks]')")
+    mcp_types = deferred_import(
+        "mcp_types", "mcp_types is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
 
 SERVER = Path(__file__).with_name("mcp_weather_server.py")
 PROMPT = "What's the weather in Paris and Atlantis, and any alerts for Brittany?"
@@ -69,8 +73,8 @@ STEP_TYPES = [
 ]
 
 
-def stdio(command: str, starts: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=command, args=[str(SERVER), str(starts)])
+def stdio(command: str, starts: Path) -> mcp.StdioServerParameters:
+    return mcp.StdioServerParameters(command=command, args=[str(SERVER), str(starts)])
 
 
 @dataclass
@@ -84,11 +88,11 @@ class Observed:
         """Call one tool; the text and error flag the model gets back."""
         try:
             result = await weather.call_tool(name, arguments)
-        except MCPError as error:
+        except mcp.shared.exceptions.MCPError as error:
             self.calls.append(("MCPError", error.code, error.message, error.data))
             return f"MCP error {error.code}: {error.message}", True
         self.calls.append(("result", result))
-        text = "".join(part.text for part in result.content if isinstance(part, TextContent))
+        text = "".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
         return text, result.is_error
 
 
@@ -165,7 +169,11 @@ async def openai_agent(
 
 
 async def run_agent(
-    flavor: Flavor, root: str, bb: Session, server: StdioServerParameters, instructions: str = INSTRUCTIONS
+    flavor: Flavor,
+    root: str,
+    bb: Session,
+    server: mcp.StdioServerParameters,
+    instructions: str = INSTRUCTIONS,
 ) -> tuple[str, Observed, bool]:
     """The recipe: the session's MCP client owns the connection; the agent uses it like ``mcp.Client``."""
     async with mcp_client(bb, server, name="weather") as weather:
@@ -267,7 +275,7 @@ async def test_replay_never_starts_the_server_and_the_agent_sees_the_same(
         ALERTS_ERROR["message"],
         ALERTS_ERROR["data"],
     )
-    assert isinstance(observed.calls[1][1], CallToolResult) and observed.calls[1][1].is_error
+    assert isinstance(observed.calls[1][1], mcp_types.CallToolResult) and observed.calls[1][1].is_error
     assert recorded.starts.read_text() == "started\n"
     assert attempts == []
     assert (report.mode, report.status, report.replayed_steps, report.steps) == ("replay", "success", 13, 13)
@@ -351,16 +359,18 @@ async def test_calls_record_under_the_prefixed_name_the_agent_shows_the_model(
 @pytest.mark.parametrize(
     "error",
     [
-        MCPError(-32602, "unknown region: Brittany", {"region": "Brittany", "known": ["Île-de-France"]}),
-        MCPError(-32601, "Method not found"),
-        MCPError(-32000, 'quotes " and\nnewlines', ["a", 1, None]),
+        mcp.shared.exceptions.MCPError(
+            -32602, "unknown region: Brittany", {"region": "Brittany", "known": ["Île-de-France"]}
+        ),
+        mcp.shared.exceptions.MCPError(-32601, "Method not found"),
+        mcp.shared.exceptions.MCPError(-32000, 'quotes " and\nnewlines', ["a", 1, None]),
     ],
     ids=["with-data", "without-data", "awkward-text"],
 )
-def test_an_mcp_error_round_trips_through_its_recorded_text(error: MCPError) -> None:
+def test_an_mcp_error_round_trips_through_its_recorded_text(error: mcp.shared.exceptions.MCPError) -> None:
     again = mcp_error_from_text(mcp_error_text(error))
     assert again is not None
-    assert (type(again), again.error) == (MCPError, error.error)
+    assert (type(again), again.error) == (mcp.shared.exceptions.MCPError, error.error)
     assert str(again) == str(error)
 
 

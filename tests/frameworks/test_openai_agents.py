@@ -13,22 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import pytest
-
-pytest.importorskip("agents", reason="the OpenAI Agents SDK is not installed (pip install openai-agents)")
+from typing import TYPE_CHECKING, Any
 
 import openai
-from agents import (
-    Agent,
-    Model,
-    OpenAIChatCompletionsModel,
-    OpenAIResponsesModel,
-    Runner,
-    function_tool,
-    set_tracing_disabled,
-)
+import pytest
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
@@ -40,11 +28,17 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     payload,
     step_types,
     tool_results,
 )
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import agents
+else:
+    agents = deferred_import("agents", "the OpenAI Agents SDK is not installed (pip install openai-agents)")
 
 PROMPT = "What's the weather in Paris?"
 FINAL = "Paris is clear at 21 °C."
@@ -70,7 +64,7 @@ SCHEMA = {
 @pytest.fixture(autouse=True, scope="module")
 def no_tracing() -> Iterator[None]:
     """Never re-enabled: a later run would export its trace over the network, outside any session."""
-    set_tracing_disabled(True)
+    agents.set_tracing_disabled(True)
     yield
 
 
@@ -86,11 +80,11 @@ class Flavor:
     #: and sends only the new items.
     chained: bool = False
 
-    def model(self, root: str) -> Model:
+    def model(self, root: str) -> agents.Model:
         client = openai.AsyncOpenAI(base_url=root + "/v1", api_key=TEST_KEYS["OPENAI_API_KEY"])
         if self.api == "chat":
-            return OpenAIChatCompletionsModel(model="gpt-5", openai_client=client)
-        return OpenAIResponsesModel(model="gpt-5", openai_client=client)
+            return agents.OpenAIChatCompletionsModel(model="gpt-5", openai_client=client)
+        return agents.OpenAIResponsesModel(model="gpt-5", openai_client=client)
 
     def script(self, fake: FakeProvider) -> None:
         queue: Callable[..., None] = (
@@ -114,9 +108,9 @@ FLAVORS = [
 ]
 
 
-async def run_streamed(agent: Agent[Any], chained: bool) -> Any:
+async def run_streamed(agent: agents.Agent[Any], chained: bool) -> Any:
     """The streamed run, read to the end."""
-    result = Runner.run_streamed(agent, PROMPT, auto_previous_response_id=chained)
+    result = agents.Runner.run_streamed(agent, PROMPT, auto_previous_response_id=chained)
     async for _event in result.stream_events():
         pass
     return result.final_output
@@ -124,12 +118,12 @@ async def run_streamed(agent: Agent[Any], chained: bool) -> Any:
 
 def run(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions: str = INSTRUCTIONS) -> str:
     """The recipe: wrap the function with the session, then let ``function_tool`` build the tool from it."""
-    tool = function_tool(bb.tool("get_weather", tools.get_weather), strict_mode=flavor.strict)
-    agent = Agent(name="travel", instructions=instructions, model=flavor.model(root), tools=[tool])
+    tool = agents.function_tool(bb.tool("get_weather", tools.get_weather), strict_mode=flavor.strict)
+    agent = agents.Agent(name="travel", instructions=instructions, model=flavor.model(root), tools=[tool])
     output = (
         asyncio.run(run_streamed(agent, flavor.chained))
         if flavor.streamed
-        else Runner.run_sync(agent, PROMPT, auto_previous_response_id=flavor.chained).final_output
+        else agents.Runner.run_sync(agent, PROMPT, auto_previous_response_id=flavor.chained).final_output
     )
     assert isinstance(output, str)
     return output

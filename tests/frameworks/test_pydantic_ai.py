@@ -13,21 +13,9 @@ from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-pytest.importorskip(
-    "pydantic_ai", reason="pydantic-ai is not installed (pip install 'pydantic-ai-slim[anthropic,openai]')"
-)
-
-from pydantic_ai import Agent, AgentStreamEvent, RunContext
-from pydantic_ai.exceptions import ModelRequestRejectedError
-from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from pydantic_ai.providers.anthropic import AnthropicProvider
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.errors import BlackboxUnsupportedError
@@ -41,6 +29,7 @@ from .conftest import (
     InnerSuite,
     TravelTools,
     compact,
+    deferred_import,
     payload,
     step_types,
     tool_results,
@@ -49,6 +38,20 @@ from .conftest import (
     TWO_TOOLS_THEN_ANSWER as STEP_TYPES,
 )
 from .contract import Recording, fails_strictly, record, replays_offline
+
+if TYPE_CHECKING:
+    import pydantic_ai
+    import pydantic_ai.exceptions
+    import pydantic_ai.models.anthropic
+    import pydantic_ai.models.openai
+    import pydantic_ai.providers.anthropic
+    import pydantic_ai.providers.openai
+    from pydantic_ai import Agent, AgentStreamEvent, RunContext
+    from pydantic_ai.models import Model
+else:
+    pydantic_ai = deferred_import(
+        "pydantic_ai", "pydantic-ai is not installed (pip install 'pydantic-ai-slim[anthropic,openai]')"
+    )
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -86,11 +89,13 @@ class Flavor:
 
     def model(self, root: str) -> Model:
         if self.api == "anthropic":
-            return AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(base_url=root))
-        provider = OpenAIProvider(base_url=root + "/v1")
+            return pydantic_ai.models.anthropic.AnthropicModel(
+                "claude-sonnet-5-5", provider=pydantic_ai.providers.anthropic.AnthropicProvider(base_url=root)
+            )
+        provider = pydantic_ai.providers.openai.OpenAIProvider(base_url=root + "/v1")
         if self.api == "openai-chat":
-            return OpenAIChatModel("gpt-5", provider=provider)
-        return OpenAIResponsesModel("gpt-5", provider=provider)
+            return pydantic_ai.models.openai.OpenAIChatModel("gpt-5", provider=provider)
+        return pydantic_ai.models.openai.OpenAIResponsesModel("gpt-5", provider=provider)
 
     def script(self, fake: FakeProvider) -> None:
         """The model's two turns: both tools at once, then the answer."""
@@ -139,7 +144,7 @@ async def drain(_context: RunContext[object], events: AsyncIterable[AgentStreamE
 def build_agent(flavor: Flavor, root: str, bb: Session, tools: TravelTools, instructions: str) -> Agent:
     """The recipe: wrap each tool with the session, then register the wrapper with pydantic-ai."""
     settings: Any = {"max_tokens": flavor.max_tokens} if flavor.max_tokens is not None else None
-    agent = Agent(flavor.model(root), instructions=instructions, model_settings=settings)
+    agent = pydantic_ai.Agent(flavor.model(root), instructions=instructions, model_settings=settings)
     register = agent.tool_plain(strict=flavor.strict) if flavor.strict is not None else agent.tool_plain
     register(bb.tool("get_weather", tools.get_weather))
     register(bb.tool("get_time", tools.get_time))
@@ -213,7 +218,7 @@ def test_replay_is_offline_and_runs_no_tool(
 def test_strict_replay_fails_on_changed_instructions(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
-    rejected = ModelRequestRejectedError
+    rejected = pydantic_ai.exceptions.ModelRequestRejectedError
     fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
 
 
@@ -264,6 +269,13 @@ def test_the_plugin_records_once_then_replays_without_provider_or_key(
     inner.replays_offline(cassette, fake_provider, "ANTHROPIC_API_KEY")
 
 
+@pytest.fixture
+def run_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pydantic-ai reads a tool's annotations by name in this module's globals: ``RunContext`` must be
+    bound there when a tool taking it is registered (pydantic-ai is imported only once a test uses it)."""
+    monkeypatch.setitem(globals(), "RunContext", pydantic_ai.RunContext)
+
+
 def get_time(_context: RunContext[object], city: str) -> str:
     """Local time in a city.
 
@@ -273,12 +285,15 @@ def get_time(_context: RunContext[object], city: str) -> str:
     return LOCAL_TIME
 
 
+@pytest.mark.usefixtures("run_context")
 def test_a_wrapped_tool_taking_the_run_context_is_refused_with_a_typed_error(
     fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
 ) -> None:
     fake_provider.queue_anthropic_tool_calls([CALLS[1]])
     bb = sessions(mode="record", out=tmp_path / "context.json")
-    agent = Agent(Flavor("anthropic").model(fake_provider.base_url), model_settings={"max_tokens": 1024})
+    agent = pydantic_ai.Agent(
+        Flavor("anthropic").model(fake_provider.base_url), model_settings={"max_tokens": 1024}
+    )
     agent.tool(bb.tool("get_time", get_time))
     with pytest.raises(BlackboxUnsupportedError) as refused:
         agent.run_sync(PROMPT)
@@ -288,6 +303,7 @@ def test_a_wrapped_tool_taking_the_run_context_is_refused_with_a_typed_error(
     assert bb.error is refused.value
 
 
+@pytest.mark.usefixtures("run_context")
 def test_a_tool_taking_the_run_context_wraps_its_context_free_part(
     fake_provider: FakeProvider, tmp_path: Path, sessions: Callable[..., Session]
 ) -> None:
@@ -295,7 +311,7 @@ def test_a_tool_taking_the_run_context_wraps_its_context_free_part(
     tools = TravelTools()
 
     def run_once(bb: Session, root: str) -> str:
-        agent = Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
+        agent = pydantic_ai.Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
         local_time = bb.tool("get_time", tools.get_time)
 
         @agent.tool
@@ -338,7 +354,7 @@ def test_async_tools_are_wrapped_the_same_way(
         return dict(WEATHER, city=city)
 
     def run_once(bb: Session, root: str) -> str:
-        agent = Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
+        agent = pydantic_ai.Agent(Flavor("anthropic").model(root), model_settings={"max_tokens": 1024})
         agent.tool_plain(bb.tool("get_weather", get_weather))
         output = agent.run_sync(PROMPT).output
         bb.finish(result=output)

@@ -15,22 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-
-from tests.conftest import NetworkGuard
-
-pytest.importorskip(
-    "smolagents", reason="smolagents is not installed (pip install 'pytest-blackbox[frameworks]')"
-)
-
-from smolagents import LiteLLMModel, LogLevel, OpenAIServerModel, ToolCallingAgent, tool
-from smolagents.utils import AgentGenerationError
 
 from pytest_blackbox import ReplayDivergenceError
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from tests.conftest import NetworkGuard
 
 from .conftest import (
     CHANGED_INSTRUCTIONS,
@@ -39,11 +31,20 @@ from .conftest import (
     WEATHER,
     InnerSuite,
     TravelTools,
+    deferred_import,
     go_keyless,
     payload,
     step_types,
 )
 from .contract import Recording, record, replays_offline
+
+if TYPE_CHECKING:
+    import smolagents
+    import smolagents.utils
+else:
+    smolagents = deferred_import(
+        "smolagents", "smolagents is not installed (pip install 'pytest-blackbox[frameworks]')"
+    )
 
 PROMPT = "What's the weather and the local time in Paris?"
 FINAL = "Paris is clear at 21 °C, and it is 14:05 there."
@@ -70,8 +71,8 @@ class Flavor:
     def model(self, root: str) -> Any:
         """The key comes from the environment: the suite's while recording, the placeholder in a replay."""
         if self.api == "anthropic":
-            return LiteLLMModel(model_id="anthropic/claude-sonnet-4-5", api_base=root)
-        return OpenAIServerModel(model_id="gpt-5", api_base=root + "/v1")
+            return smolagents.LiteLLMModel(model_id="anthropic/claude-sonnet-4-5", api_base=root)
+        return smolagents.OpenAIServerModel(model_id="gpt-5", api_base=root + "/v1")
 
     def script(self, fake: FakeProvider) -> None:
         """One tool per step (see :data:`CALLS`), then the answer through ``final_answer``."""
@@ -92,14 +93,17 @@ FLAVORS = [
 
 def run(flavor: Flavor, root: str, bb: Session, travel: TravelTools, instructions: str = INSTRUCTIONS) -> str:
     """The agent smolagents documents: wrapped tools, one model, ``run(task)``."""
-    tools = [tool(bb.tool("get_weather", travel.get_weather)), tool(bb.tool("get_time", travel.get_time))]
-    agent = ToolCallingAgent(
+    tools = [
+        smolagents.tool(bb.tool("get_weather", travel.get_weather)),
+        smolagents.tool(bb.tool("get_time", travel.get_time)),
+    ]
+    agent = smolagents.ToolCallingAgent(
         tools=tools,
         model=flavor.model(root),
         instructions=instructions,
         max_steps=4,
         stream_outputs=flavor.style == "stream",
-        verbosity_level=LogLevel.OFF,
+        verbosity_level=smolagents.LogLevel.OFF,
     )
     return str(agent.run(PROMPT))
 
@@ -158,7 +162,9 @@ def test_strict_replay_fails_on_changed_instructions(
     network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)
-    with pytest.raises(AgentGenerationError, match=r"\[blackbox\] replay diverged at step 0, systemPrompt"):
+    with pytest.raises(
+        smolagents.utils.AgentGenerationError, match=r"\[blackbox\] replay diverged at step 0, systemPrompt"
+    ):
         run(flavor, recorded.root, bb, tools, CHANGED_INSTRUCTIONS)
     error = bb.error
     assert isinstance(error, ReplayDivergenceError)
@@ -175,7 +181,9 @@ def test_without_the_ids_rule_the_replay_names_the_ids_in_the_text(
     """Why the rule is needed: the second request's history text carries the recorded ids."""
     network_guard.block()
     bb = sessions(mode="replay", cassette=recorded.path, normalize=[])
-    with pytest.raises(AgentGenerationError, match=r"replay diverged at step 4, messages\[1\]\.content"):
+    with pytest.raises(
+        smolagents.utils.AgentGenerationError, match=r"replay diverged at step 4, messages\[1\]\.content"
+    ):
         run(flavor, recorded.root, bb, TravelTools())
     error = bb.error
     assert isinstance(error, ReplayDivergenceError) and error.step_index == 4

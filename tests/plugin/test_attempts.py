@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from .conftest import ANSWERS, WEATHER_TEST, Counted, exact, summary
-
-XDIST = [pytest.param((), id="serial"), pytest.param(("-n", "2"), id="xdist")]
 
 FLAKY = """
 import pathlib
@@ -39,13 +35,10 @@ def _both_flavors(counted: Counted, body: str = WEATHER_TEST) -> list[str]:
     return list(modules.values())
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-def test_a_rerun_replays_the_cassette_again_from_a_fresh_session(
-    counted_sync: Counted, xdist: tuple[str, ...]
-) -> None:
+def test_a_rerun_replays_the_cassette_again_from_a_fresh_session(counted_sync: Counted) -> None:
     counted = counted_sync
     modules = _both_flavors(counted, FLAKY)
-    recorded = counted.run(*xdist, "--reruns=1", "--record-mode=once")
+    recorded = counted.run("--reruns=1", "--record-mode=once")
     assert recorded.parseoutcomes() == {"passed": 2, "rerun": 2}
     recorded.stdout.fnmatch_lines([exact(summary(recorded=2))])  # the attempts that count
     assert counted.sent == 12  # each failed attempt's recording was dropped, each rerun recorded again
@@ -54,7 +47,7 @@ def test_a_rerun_replays_the_cassette_again_from_a_fresh_session(
     for module in modules:
         (counted.pytester.path / f"attempted-{module}").unlink()
     counted.pytester._monkeypatch.setenv("CI", "1")
-    replayed = counted.run(*xdist, "--reruns=1")
+    replayed = counted.run("--reruns=1")
     assert replayed.parseoutcomes() == {"passed": 2, "rerun": 2}
     replayed.stdout.fnmatch_lines([exact(summary(replayed=2))])
     assert "the session has finished" not in replayed.stdout.str()
@@ -62,8 +55,7 @@ def test_a_rerun_replays_the_cassette_again_from_a_fresh_session(
     assert {module: counted.cassette(module).read_bytes() for module in modules} == cassettes
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-def test_every_repetition_replays_the_one_cassette(counted_sync: Counted, xdist: tuple[str, ...]) -> None:
+def test_every_repetition_replays_the_one_cassette(counted_sync: Counted) -> None:
     counted = counted_sync
     modules = _both_flavors(counted)
     recorded = counted.run("--count=3", "--record-mode=once")
@@ -74,10 +66,54 @@ def test_every_repetition_replays_the_one_cassette(counted_sync: Counted, xdist:
     assert counted.sent == 6
 
     counted.pytester._monkeypatch.setenv("CI", "1")
-    replayed = counted.run(*xdist, "--count=3")
+    replayed = counted.run("--count=3")
     replayed.assert_outcomes(passed=6)
     replayed.stdout.fnmatch_lines([exact(summary(replayed=6))])
     assert counted.sent == 6
+
+
+#: The standard scenario repeated three times by pytest-repeat's marker: a run can hold it beside
+#: tests that are not repeated.
+REPEATED = """
+@pytest.mark.repeat(3)
+@pytest.mark.blackbox
+DEF test_weather(blackbox, anthropic_options):
+    answer = AWAIT ask(blackbox, anthropic_options, city())
+    assert answer.endswith(" in " + city() + ".")
+"""
+
+
+def test_reruns_and_repetitions_replay_their_cassettes_under_xdist(counted_sync: Counted) -> None:
+    """The two tests above under ``-n 2``, one inner run per stage (each costs two worker start-ups):
+    per flavor, a flaky test rerun once and a test repeated three times."""
+    counted = counted_sync
+    flaky = _both_flavors(counted, FLAKY)
+    repeated = [f"test_repeated_{flavor}" for flavor in ("sync", "async")]
+    for module in repeated:
+        replace(counted, flavor=module.rsplit("_", 1)[1]).write(name=module, body=REPEATED)
+    first = counted.run("--record-mode=once", *[f"{module}.py" for module in repeated])
+    first.assert_outcomes(passed=6)  # one process: the first repetition records, the others replay it
+    first.stdout.fnmatch_lines([exact(summary(replayed=4, recorded=2))])
+    assert counted.sent == 6
+
+    recorded = counted.run("-n", "2", "--reruns=1", "--record-mode=once")
+    assert recorded.parseoutcomes() == {"passed": 8, "rerun": 2}
+    recorded.stdout.fnmatch_lines([exact(summary(replayed=6, recorded=2))])
+    assert counted.sent == 18  # each failed attempt's recording was dropped, each rerun recorded again
+    modules = [*flaky, *repeated]
+    cassettes = {module: counted.cassette(module).read_bytes() for module in modules}
+
+    for module in flaky:
+        (counted.pytester.path / f"attempted-{module}").unlink()
+    counted.pytester._monkeypatch.setenv("CI", "1")
+    replayed = counted.run("-n", "2", "--reruns=1")
+    assert replayed.parseoutcomes() == {"passed": 8, "rerun": 2}
+    replayed.stdout.fnmatch_lines([exact(summary(replayed=8))])
+    assert "the session has finished" not in replayed.stdout.str()
+    assert counted.sent == 18
+    assert {module: counted.cassette(module).read_bytes() for module in modules} == cassettes
+    for module in modules:
+        assert [p.name for p in counted.cassette(module).parent.iterdir()] == ["test_weather.json"]
 
 
 DYNAMIC = """

@@ -413,10 +413,10 @@ def same_family(recorded, live):
 
 
 @pytest.fixture
-def later(monkeypatch):
-    # replaying later (LATER set): each test changes the one thing its rule is for
+def later(monkeypatch, request):
+    # replaying later (LATER names this module): each test changes the one thing its rule is for
     def change(name, value):
-        if os.environ.get("LATER"):
+        if request.module.__name__ == os.environ.get("LATER"):
             monkeypatch.setenv(name, value)
 
     return change
@@ -463,23 +463,23 @@ RELAXED_BY = {
 def test_the_summary_counts_the_replays_that_passed_only_through_a_match_rule(
     bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, workers: tuple[str, ...]
 ) -> None:
-    """Each rule relaxes its field in its own test; a rule that changed nothing counts for nothing."""
-    bare_dir.makepyfile(test_rules=RELAXED)
+    """Each rule relaxes its field in its own test; a rule that changed nothing counts for nothing.
+
+    Two copies of the tests in one replay (one run under ``-n 2`` costs two worker start-ups):
+    ``test_rules.py`` replays later (each test changes its field), ``test_same.py`` as it recorded.
+    """
+    bare_dir.makepyfile(test_rules=RELAXED, test_same=RELAXED)
     with clean_env.context() as scoped:
         scoped.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-rules-test-key-0123456789abcdef")
-        bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=5)
-    same = replay(bare_dir, clean_env, fake, *workers)
-    same.assert_outcomes(passed=5)
-    same.stdout.fnmatch_lines([exact(summary(replayed=5))])
-    assert "RelaxedMatchWarning" not in same.stdout.str()
-
-    later = replay(bare_dir, clean_env, fake, *workers, LATER="1")
-    later.assert_outcomes(passed=5, warnings=len(RELAXED_BY))
+        bare_dir.runpytest(*QUIET, "--record-mode=once").assert_outcomes(passed=10)
+    later = replay(bare_dir, clean_env, fake, *workers, LATER="test_rules")
+    later.assert_outcomes(passed=10, warnings=len(RELAXED_BY))
     for test, (rules, path) in RELAXED_BY.items():
         text = (
             f"blackbox: test_rules.py::{test} passed because {rules} relaxed {path} at step 0; compared "
             "as sent, the replay would diverge there"
         )
         later.stdout.fnmatch_lines([f"test_rules.py::{test}", "  *: RelaxedMatchWarning: " + exact(text)])
-    later.stdout.fnmatch_lines([exact(summary(replayed=5, relaxed=len(RELAXED_BY)))])
+    later.stdout.fnmatch_lines([exact(summary(replayed=10, relaxed=len(RELAXED_BY)))])
     assert "test_rules.py::test_untouched" not in later.stdout.str()
+    assert "test_same.py::" not in later.stdout.str()  # no RelaxedMatchWarning where nothing changed

@@ -81,66 +81,63 @@ def test_a_cassette_folder_that_cannot_be_created_is_refused_before_the_model_is
     assert counted.sent == 0
 
 
+#: Module → the record mode its marker sets and the city its test asks about: one module per case, so
+#: one run as another user (a Python start-up each) checks every mode against a read-only folder.
+READ_ONLY = {
+    "test_once": ("once", '"Paris"'),
+    "test_all": ("all", '"Paris"'),
+    "test_rewrite": ("rewrite", '"Paris"'),
+    "test_matching": ("new_episodes", '"Paris"'),
+    "test_new_episode": ("new_episodes", "city()"),
+}
+IN_MODE = """
+@pytest.mark.blackbox(record_mode="{mode}")
+DEF test_weather(blackbox, anthropic_options):
+    answer = AWAIT ask(blackbox, anthropic_options, {city})
+    assert answer.endswith(" in " + {city} + ".")
+"""
+
+
 @pytest.mark.skipif(
     not _permissions_bind(), reason="needs a POSIX user that permissions bind (as root: setpriv)"
 )
-@pytest.mark.parametrize("mode", ["once", "all", "rewrite"])
-def test_a_read_only_cassette_folder_is_refused_before_the_model_is_called(
-    counted_sync: Counted, mode: str
-) -> None:
-    counted_sync.write()
-    counted_sync.run("--record-mode=once").assert_outcomes(passed=1)
-    folder = counted_sync.cassette().parent
-    if mode == "once":  # once writes only a missing cassette
-        counted_sync.cassette().rename(folder / "elsewhere.json")
+def test_a_read_only_cassette_folder_is_refused_before_the_model_is_called(counted_sync: Counted) -> None:
+    """Each writing mode is refused before the model is called. new_episodes replays a matching run
+    (nothing needs writing); a new episode could not be kept, so it diverges."""
+    for module, (mode, city) in READ_ONLY.items():
+        counted_sync.write(name=module, body=IN_MODE.format(mode=mode, city=city))
+    counted_sync.run("--record-mode=once").assert_outcomes(passed=len(READ_ONLY))
+    once = counted_sync.cassette("test_once")
+    once.rename(once.with_name("elsewhere.json"))  # once writes only a missing cassette (this one: unused)
+    kept = {
+        module: counted_sync.cassette(module).read_bytes() for module in ("test_matching", "test_new_episode")
+    }
     sent = counted_sync.sent
-    folder.chmod(0o555)
+    counted_sync.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
+    folders = [counted_sync.cassette(module).parent for module in READ_ONLY]
+    for folder in folders:
+        folder.chmod(0o555)
     try:
-        command = (*AS_A_USER, sys.executable, "-m", "pytest", *QUIET, f"--record-mode={mode}")
-        result = counted_sync.pytester.run(*command)
+        result = counted_sync.pytester.run(*AS_A_USER, sys.executable, "-m", "pytest", *QUIET)
     finally:
-        folder.chmod(0o755)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            exact(
-                "blackbox: cannot write cassettes/test_weather/test_weather.json: "
-                "cassettes/test_weather does not take new files (Permission denied); nothing was recorded"
-            ),
-        ]
-    )
+        for folder in folders:
+            folder.chmod(0o755)
+    result.assert_outcomes(passed=1, failed=4)
+    for module in ("test_once", "test_all", "test_rewrite"):
+        result.stdout.fnmatch_lines(
+            [
+                exact(
+                    f"blackbox: cannot write cassettes/{module}/test_weather.json: "
+                    f"cassettes/{module} does not take new files (Permission denied); nothing was recorded"
+                ),
+            ]
+        )
+    result.stdout.fnmatch_lines(["blackbox: replay diverged at step 0, *"])
+    result.stdout.fnmatch_lines([exact(summary(replayed=1, diverged=1, unused=1, unwritable=3))])
     assert counted_sync.sent == sent
-
-
-@pytest.mark.skipif(
-    not _permissions_bind(), reason="needs a POSIX user that permissions bind (as root: setpriv)"
-)
-@pytest.mark.parametrize("changed", [False, True], ids=["matching", "new-episode"])
-def test_new_episodes_in_a_read_only_folder_replays_a_matching_run(
-    counted_sync: Counted, changed: bool
-) -> None:
-    """Nothing needs writing when the run matches; a new episode could not be kept, so it diverges."""
-    counted_sync.write()
-    counted_sync.run("--record-mode=once").assert_outcomes(passed=1)
-    folder = counted_sync.cassette().parent
-    before, sent = counted_sync.cassette().read_bytes(), counted_sync.sent
-    if changed:
-        counted_sync.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
-    folder.chmod(0o555)
-    try:
-        command = (*AS_A_USER, sys.executable, "-m", "pytest", *QUIET, "--record-mode=new_episodes")
-        result = counted_sync.pytester.run(*command)
-    finally:
-        folder.chmod(0o755)
-    if changed:
-        result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["blackbox: replay diverged at step 0, *", exact(summary(diverged=1))])
-    else:
-        result.assert_outcomes(passed=1)
-        result.stdout.fnmatch_lines([exact(summary(replayed=1))])
-    assert counted_sync.sent == sent
-    assert counted_sync.cassette().read_bytes() == before
-    assert sorted(p.name for p in folder.iterdir()) == ["test_weather.json"]
+    assert {module: counted_sync.cassette(module).read_bytes() for module in kept} == kept
+    for module in kept:
+        assert sorted(p.name for p in counted_sync.cassette(module).parent.iterdir()) == ["test_weather.json"]
 
 
 KILLED = """

@@ -1,4 +1,5 @@
-"""Under pytest-xdist the workers' summaries add up to exactly the serial run's summary."""
+"""Under pytest-xdist the workers' summaries add up to exactly the serial run's summary, and a cassette
+is recorded, replayed and recorded again (``rewrite``, ``all``) as in one process."""
 
 from __future__ import annotations
 
