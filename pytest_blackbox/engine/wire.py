@@ -141,7 +141,8 @@ class WireCall:
         Failed calls are not recorded (the agent got the provider's error): an error status, and an
         event stream that reported an error or was cut short. A streamed answer is added up into the
         body the provider would have sent without streaming. A stream the agent closed before its
-        end raises ``StreamCutShort``: the agent read part of an answer no replay can give it.
+        end raises ``StreamCutShort``: the agent read part of an answer no replay can give it, unless
+        only the stream's closing marker was left unread (then the answer it read is whole).
         """
         if not 200 <= response.status < 300:
             return None
@@ -149,9 +150,11 @@ class WireCall:
             return parse_json_body(response.body, "the response body") if response.complete else None
         try:
             return self.provider.collect_stream(response.body)
-        except StreamCutShort:
+        except StreamCutShort as cut:
             if response.complete:
                 return None  # the upstream cut it: a failed call, which the SDK or the agent may retry
+            if cut.whole is not None:
+                return cut.whole
             raise
         except BlackboxUnsupportedError:
             return None

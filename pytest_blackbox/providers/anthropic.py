@@ -463,14 +463,23 @@ class _MessageCollector:
             stream_problem(f"has a {label(kind)} delta that Blackbox does not know (event {position})")
 
     def message(self) -> dict[str, Any]:
-        if self._message is None:
+        message = self._message
+        if message is None:
             stream_problem("has no message_start event", cut_short=True)
         if not self._stopped:
-            stream_problem("ended before message_stop (it was cut short)", cut_short=True)
+            answered = message.get("stop_reason") is not None  # only message_stop is missing
+            stream_problem(
+                "ended before message_stop (it was cut short)",
+                cut_short=True,
+                whole=self._whole(message) if answered else None,
+            )
+        return self._whole(message)
+
+    def _whole(self, message: dict[str, Any]) -> dict[str, Any]:
         for index, text in self._json.items():
             if text:
                 self._blocks[index]["input"] = _tool_input_json(text, index)
-        return {**self._message, "content": self._blocks}
+        return {**message, "content": self._blocks}
 
 
 def _tool_input_json(text: str, index: int) -> Any:

@@ -47,18 +47,29 @@ class SseEvent:
 
 
 class StreamCutShort(BlackboxUnsupportedError):
-    """A stream that ended before its answer did (and reported no error): cut, or closed by the client."""
+    """A stream that ended before its answer did (and reported no error): cut, or closed by the client.
+
+    ``whole`` is the answer when only the stream's closing marker was left unread (Anthropic's
+    ``message_stop`` after the ``message_delta`` that names the stop reason): a client that stops
+    reading there has read every part of the answer, and a replay's full stream gives it the same.
+    """
+
+    def __init__(self, message: str, whole: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.whole = whole
 
 
-def stream_problem(problem: str, *, cut_short: bool = False) -> NoReturn:
+def stream_problem(problem: str, *, cut_short: bool = False, whole: dict[str, Any] | None = None) -> NoReturn:
     """Refuse a streamed body: the call failed or was cut, so there is no whole answer to record.
 
     ``cut_short``: the body simply stops before the answer's end (no error event): the upstream was
-    cut, or the client closed the stream early, which the recording tells apart.
+    cut, or the client closed the stream early, which the recording tells apart; ``whole`` as on
+    :class:`StreamCutShort`.
     """
-    raise (StreamCutShort if cut_short else BlackboxUnsupportedError)(
-        f"the streamed response {problem}; the call did not complete, so it is not recorded"
-    )
+    message = f"the streamed response {problem}; the call did not complete, so it is not recorded"
+    if cut_short:
+        raise StreamCutShort(message, whole)
+    raise BlackboxUnsupportedError(message)
 
 
 def parse_events(body: bytes) -> list[SseEvent]:

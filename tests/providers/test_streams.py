@@ -10,10 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_blackbox import providers
+from pytest_blackbox.engine.wire import WireCall
 from pytest_blackbox.errors import BlackboxUnsupportedError
+from pytest_blackbox.interception import UpstreamResponse
 from pytest_blackbox.providers import SSE_HEADERS, CallIds, anthropic, openai_chat
 from pytest_blackbox.providers.common import json_copy
-from pytest_blackbox.providers.sse import SseEvent, encode_event, parse_events, pieces
+from pytest_blackbox.providers.sse import SseEvent, StreamCutShort, encode_event, parse_events, pieces
 from pytest_blackbox.trace.canonical import pretty_json
 
 from .outputs import argument_inputs, neutral_outputs, object_inputs
@@ -759,3 +762,44 @@ def test_a_tool_call_delta_without_an_index_is_refused() -> None:
     assert refusal_message(lambda: openai_chat.collect_stream(body)).startswith(
         "choices[0].delta.tool_calls[].index must be an integer"
     )
+
+
+TEXT_BLOCK = (
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi."}},
+)
+ANSWERED = ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+
+
+def test_an_anthropic_stream_read_up_to_its_stop_reason_holds_the_whole_answer() -> None:
+    """A client that stops reading after ``message_delta`` (LiteLLM does) has read every part of the
+    answer: the cut carries it, so the recording can keep what a replay's full stream gives back."""
+    with pytest.raises(StreamCutShort) as cut:
+        anthropic.collect_stream(sse(MESSAGE_START, TEXT_BLOCK, ANSWERED))
+    assert cut.value.whole == anthropic.collect_stream(sse(MESSAGE_START, TEXT_BLOCK, ANSWERED, STOP))
+    assert cut.value.whole is not None and cut.value.whole["stop_reason"] == "end_turn"
+    with pytest.raises(StreamCutShort) as earlier:
+        anthropic.collect_stream(sse(MESSAGE_START, TEXT_BLOCK))
+    assert earlier.value.whole is None  # no stop reason yet: part of an answer
+
+
+@pytest.mark.parametrize(
+    ("events", "complete", "kept"),
+    [
+        pytest.param([MESSAGE_START, TEXT_BLOCK, ANSWERED], False, True, id="closed-after-stop-reason"),
+        pytest.param([MESSAGE_START, TEXT_BLOCK, ANSWERED], True, False, id="upstream-cut-after-stop-reason"),
+        pytest.param([MESSAGE_START, TEXT_BLOCK], False, None, id="closed-before-stop-reason"),
+    ],
+)
+def test_a_recording_keeps_only_a_stream_the_agent_closed_after_its_stop_reason(
+    events: list[Any], complete: bool, kept: bool | None
+) -> None:
+    """Kept: the answer is recorded; not kept: a failed call (the upstream cut it); ``None``: the
+    agent read part of an answer, which the recording refuses."""
+    wire = WireCall(providers.PROVIDERS["anthropic"], "/v1/messages", {})
+    response = UpstreamResponse(200, list(SSE_HEADERS), sse(*events), complete=complete)
+    if kept is None:
+        with pytest.raises(StreamCutShort):
+            wire.whole_answer(response)
+    else:
+        assert (wire.whole_answer(response) is not None) == kept
