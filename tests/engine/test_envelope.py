@@ -164,6 +164,17 @@ def test_a_responses_text_part_keeps_its_logprobs_field(
     assert omitted == (None if text_logprobs else ["textLogprobs"])
 
 
+async def gemini_pieces(root: str, is_async: bool, stream: bool, **request: Any) -> list[Any]:
+    """One google-genai call, plain or streamed, sync or async: the responses (chunks) it gave."""
+    client = genai.Client(http_options=types.HttpOptions(base_url=root))
+    models: Any = client.aio.models if is_async else client.models
+    request = {"model": "gemini-2.5-flash", **request}
+    if stream:
+        chunks = models.generate_content_stream(**request)
+        return [c async for c in await chunks] if is_async else list(chunks)
+    return [await settle(models.generate_content(**request))]
+
+
 @pytest.mark.parametrize(("is_async", "stream"), FLAVORS, ids=FLAVOR_IDS)
 @pytest.mark.parametrize("candidate_index", [True, False], ids=["index-0", "index-left-out"])
 def test_a_gemini_candidate_keeps_its_index_field(
@@ -181,19 +192,7 @@ def test_a_gemini_candidate_keeps_its_index_field(
 
     def ask(root: str) -> list[Any]:
         async def call() -> list[Any]:
-            client = genai.Client(http_options=types.HttpOptions(base_url=root))
-            models: Any = client.aio.models if is_async else client.models
-            if stream:
-                chunks = models.generate_content_stream(
-                    model="gemini-2.5-flash", contents="Capital of France?"
-                )
-                pieces = [c async for c in await chunks] if is_async else list(chunks)
-            else:
-                pieces = [
-                    await settle(
-                        models.generate_content(model="gemini-2.5-flash", contents="Capital of France?")
-                    )
-                ]
+            pieces = await gemini_pieces(root, is_async, stream, contents="Capital of France?")
             return [
                 (c.text, c.candidates[0].index, "index" in c.candidates[0].model_fields_set) for c in pieces
             ]
@@ -244,14 +243,8 @@ def test_gemini_structured_output_is_parsed_on_the_chunks_it_was_parsed_on(
 
     def ask(root: str) -> list[Any]:
         async def call() -> list[Any]:
-            client = genai.Client(http_options=types.HttpOptions(base_url=root))
-            models: Any = client.aio.models if is_async else client.models
-            request = {"model": "gemini-2.5-flash", "contents": "Bob works at TechCorp.", "config": config}
-            if stream:
-                chunks = models.generate_content_stream(**request)
-                pieces = [c async for c in await chunks] if is_async else list(chunks)
-            else:
-                pieces = [await settle(models.generate_content(**request))]
+            asked = {"contents": "Bob works at TechCorp.", "config": config}
+            pieces = await gemini_pieces(root, is_async, stream, **asked)
             return [piece.parsed for piece in pieces if piece.parsed is not None]
 
         return asyncio.run(call())
@@ -289,13 +282,7 @@ def ask_any(api: str, is_async: bool, stream: bool, root: str) -> tuple[Any, ...
                 message = await settle(client.messages.create(**request))
             return "".join(b.text for b in message.content), message.stop_reason, message.stop_sequence
         if api == "gemini":
-            client = genai.Client(http_options=types.HttpOptions(base_url=root))
-            models: Any = client.aio.models if is_async else client.models
-            if stream:
-                chunks = models.generate_content_stream(model="gemini-2.5-flash", contents="Count.")
-                pieces = [c async for c in await chunks] if is_async else list(chunks)
-            else:
-                pieces = [await settle(models.generate_content(model="gemini-2.5-flash", contents="Count."))]
+            pieces = await gemini_pieces(root, is_async, stream, contents="Count.")
             text = "".join(c.text or "" for c in pieces)
             return text, pieces[-1].candidates[0].finish_reason
         openai_client: Any = (openai.AsyncOpenAI if is_async else openai.OpenAI)(
