@@ -96,3 +96,4 @@ def test_only_the_modules_imported_before_the_plugin_registers_go_through_the_re
         "pytest_blackbox.vocabulary",
     ]
     assert loaders["pytest_blackbox.engine.session"] == "SourceFileLoader"
+    assert "pytest_blackbox.analysis.diff" not in loaders  # only re-recording over a cassette diffs
