@@ -45,8 +45,6 @@ TOOL_INPUT_HINT = "The agent called the tool with different arguments than it di
 MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."
 
 _sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-#: An object key as ``identity_text`` writes it.
-_key_text = json.JSONEncoder().encode
 
 #: A request as :meth:`StrictComparison.identical` compares it: the ``identity_text`` of everything
 #: but its messages, and of each message.
@@ -77,12 +75,20 @@ def _parts(
     texts = [value_text(key, rest[key]) for key in keys]
     if None in texts:
         return None, message_texts(request["messages"])
-    fields = ", ".join(f"{_key_text(key)}: {text}" for key, text in zip(keys, texts, strict=True))
+    fields = ", ".join(f"{identity_text(key)}: {text}" for key, text in zip(keys, texts, strict=True))
     return "{" + fields + "}", message_texts(request["messages"])
 
 
 def _texts(messages: list[Any]) -> list[str | None]:
     return [identity_text(message) for message in messages]
+
+
+def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
+    """Whether ``values`` give each its ``identity_text`` in ``texts`` again, encoded as one list: the
+    encoder writes a list as its items' texts joined by ``", "``, so one call checks them all."""
+    if None in texts:
+        return _texts(values) == texts
+    return identity_text(values) == "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
 
 
 def _recorded_parts(request: Any) -> Parts | None:
@@ -325,8 +331,8 @@ class StrictComparison(Comparison):
         edited at any point of the run stays edited, so a break of the promise cannot go unseen.
         """
         fields = list(self._fields.values())
-        edited = any(identity_text(value) != text for value, text in fields)
-        if edited or _texts(self._messages) != self._message_texts:
+        same_fields = _encode_to([value for value, _ in fields], [text for _, text in fields])
+        if not same_fields or not _encode_to(self._messages, self._message_texts):
             raise RuntimeError(
                 "pytest-blackbox internal error: a request message was edited after it was "
                 "compared, so this replay's comparison cannot be trusted; please report it"

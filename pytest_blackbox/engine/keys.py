@@ -209,6 +209,8 @@ class KnownKeys(set[str]):
         """Remember the key values a request carries, in its headers or its URL's query."""
         for name, value in header_secrets(headers, self.headers):
             self.note(value, f"the value of the {name} request header", custom=name not in SECRET_HEADERS)
+        if "?" not in url:  # no query to look in (most model calls): spare parsing the URL
+            return
         for name, value in parse_qsl(urlsplit(url).query):
             if name in self.query:
                 source = f"the value of the {name} query parameter"
