@@ -10,6 +10,7 @@ See docs/engine.md#replay-what-is-compared.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -45,8 +46,6 @@ TOOL_INPUT_HINT = "The agent called the tool with different arguments than it di
 MATCHER_HINT = "Your matcher refused the request (the reason is on the actual line)."
 
 _sorted_text = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-#: An object key as ``identity_text`` writes it.
-_key_text = json.JSONEncoder().encode
 
 #: A request as :meth:`StrictComparison.identical` compares it: the ``identity_text`` of everything
 #: but its messages, and of each message.
@@ -60,14 +59,26 @@ _RECORDED_MAX = 4096
 SEQUENCE_RULE = "the sequence match mode"
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_text(key: str) -> str:
+    """An object key as ``identity_text`` writes it (a request's field names: a handful per protocol)."""
+    return str(identity_text(key))
+
+
+def _joined(keys: list[str], texts: list[str]) -> str:
+    """The ``identity_text`` of an object from its (sorted) keys and the texts of their values."""
+    return "{" + ", ".join(f"{_key_text(key)}: {text}" for key, text in zip(keys, texts, strict=True)) + "}"
+
+
 def _parts(
     request: Any,
     message_texts: Callable[[list[Any]], list[str | None]],
     value_text: Callable[[str, Any], str | None] = lambda _, value: identity_text(value),
+    joined: Callable[[list[str], list[str]], str] = _joined,
 ) -> Parts | None:
     """A request's parts (``None``: it is no object with a list of messages, so it is compared whole):
-    the ``identity_text`` of everything but its messages, built field by field (``value_text``), and
-    of each message."""
+    the ``identity_text`` of everything but its messages, built field by field (``value_text``, then
+    ``joined``), and of each message."""
     if type(request) is not dict or type(request.get("messages")) is not list:
         return None
     rest = {key: value for key, value in request.items() if key != "messages"}
@@ -77,12 +88,19 @@ def _parts(
     texts = [value_text(key, rest[key]) for key in keys]
     if None in texts:
         return None, message_texts(request["messages"])
-    fields = ", ".join(f"{_key_text(key)}: {text}" for key, text in zip(keys, texts, strict=True))
-    return "{" + fields + "}", message_texts(request["messages"])
+    return joined(keys, texts), message_texts(request["messages"])  # type: ignore[arg-type]
 
 
 def _texts(messages: list[Any]) -> list[str | None]:
     return [identity_text(message) for message in messages]
+
+
+def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
+    """Whether ``values`` give each its ``identity_text`` in ``texts`` again, encoded as one list: the
+    encoder writes a list as its items' texts joined by ``", "``, so one call checks them all."""
+    if None in texts:
+        return _texts(values) == texts
+    return identity_text(values) == "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
 
 
 def _recorded_parts(request: Any) -> Parts | None:
@@ -136,6 +154,8 @@ class Comparison:
         self._message_texts: list[str | None] = []
         #: The last request's other fields, by name: (value, its ``identity_text``).
         self._fields: dict[str, tuple[Any, str | None]] = {}
+        #: The last request's other fields as one text: (names, their texts, the text).
+        self._rest: tuple[list[str], list[str], str] = ([], [], "{}")
         #: The first request or tool input that matched only through a rule (``None``: none did).
         self.relaxed: Relaxation | None = None
 
@@ -185,7 +205,9 @@ class Comparison:
         are not encoded again, and each recorded request's parts are computed once per cassette.
         ``None``: either is no object with a list of messages (compare them whole)."""
         parts = _recorded_parts(turn.request)
-        actual = _parts(request, self._texts_of, self._field_text) if parts is not None else None
+        actual = (
+            _parts(request, self._texts_of, self._field_text, self._joined) if parts is not None else None
+        )
         if actual is None:
             return None
         return None not in actual[1] and actual == parts
@@ -197,6 +219,13 @@ class Comparison:
         if known is None or known[0] is not value:
             known = self._fields[name] = (value, identity_text(value))
         return known[1]
+
+    def _joined(self, keys: list[str], texts: list[str]) -> str:
+        """``_joined``, kept while the field names and texts are the same: a run's requests mostly
+        repeat them."""
+        if keys != self._rest[0] or texts != self._rest[1]:
+            self._rest = (keys, texts, _joined(keys, texts))
+        return self._rest[2]
 
     def _texts_of(self, messages: list[Any]) -> list[str | None]:
         """Each message's ``identity_text``, encoding only those after the last request's start."""
@@ -325,8 +354,8 @@ class StrictComparison(Comparison):
         edited at any point of the run stays edited, so a break of the promise cannot go unseen.
         """
         fields = list(self._fields.values())
-        edited = any(identity_text(value) != text for value, text in fields)
-        if edited or _texts(self._messages) != self._message_texts:
+        same_fields = _encode_to([value for value, _ in fields], [text for _, text in fields])
+        if not same_fields or not _encode_to(self._messages, self._message_texts):
             raise RuntimeError(
                 "pytest-blackbox internal error: a request message was edited after it was "
                 "compared, so this replay's comparison cannot be trusted; please report it"

@@ -121,6 +121,9 @@ def _convert(value: Any, where: str) -> Any:
     ascending order, as JavaScript orders them and a cassette stores them: the value recording hands
     the agent is the one a replay will hand it, key order included.
     """
+    kind = type(value)  # JSON's own types first: a tool's input and result are mostly made of them
+    if kind is str or (kind is int and -_SAFE <= value <= _SAFE):
+        return value
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -135,6 +138,8 @@ def _convert(value: Any, where: str) -> Any:
             if not isinstance(key, str):
                 raise _refuse(key, f"the keys of {where}", "JSON object keys are strings")
             out[key] = _convert(item, where)
+        if not any(key[:1].isdigit() for key in out):  # no key can be an array index
+            return out
         keys = js_keys(out)
         return out if keys == list(out) else {key: out[key] for key in keys}
     if isinstance(value, (list, tuple)):

@@ -180,6 +180,8 @@ class KnownKeys(set[str]):
     def __init__(self, secrets: Secrets | None = None) -> None:
         super().__init__()
         self._sources: dict[str, tuple[str, bool]] = {}
+        #: The last request's header keys, all noted already.
+        self._last_found: list[tuple[str, str]] = []
         self.headers = (*SECRET_HEADERS, *(secrets.headers if secrets is not None else ()))
         self.query = (*SECRET_QUERY_PARAMETERS, *(secrets.query if secrets is not None else ()))
 
@@ -207,8 +209,13 @@ class KnownKeys(set[str]):
 
     def note_request(self, headers: Iterable[tuple[str, str]], url: str) -> None:
         """Remember the key values a request carries, in its headers or its URL's query."""
-        for name, value in header_secrets(headers, self.headers):
-            self.note(value, f"the value of the {name} request header", custom=name not in SECRET_HEADERS)
+        found = header_secrets(headers, self.headers)
+        if found != self._last_found:  # a run's requests carry the same keys: noted once
+            for name, value in found:
+                self.note(value, f"the value of the {name} request header", custom=name not in SECRET_HEADERS)
+            self._last_found = found
+        if "?" not in url:  # no query to look in (most model calls): spare parsing the URL
+            return
         for name, value in parse_qsl(urlsplit(url).query):
             if name in self.query:
                 source = f"the value of the {name} query parameter"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import json.encoder
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -66,13 +67,34 @@ def _unbound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return [*args, kwargs] if kwargs else list(args)
 
 
-_sorted_dumps = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
+def _no_json_form(value: Any) -> Any:
+    raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def _identity_encoder() -> Callable[[Any], str]:
+    """``json.JSONEncoder(sort_keys=True, allow_nan=False).encode``, one C encoder made once.
+
+    ``encode`` builds a new C encoder on every call, which costs more than encoding a message of a
+    conversation: a replay encodes each new message, each tool input and, at its end, the last
+    request again. Without circular-reference markers, a value that contains itself fails with
+    ``RecursionError`` rather than ``ValueError``: either way it has no JSON form.
+    """
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return json.JSONEncoder(sort_keys=True, allow_nan=False).encode
+    chunks = make(
+        None, _no_json_form, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, False
+    )
+    return lambda value: "".join(chunks(value, 0))
+
+
+_sorted_dumps = _identity_encoder()
 
 
 def identity_text(value: Any) -> str | None:
     """The text :func:`identical_json` compares (``None``: the value has no JSON form)."""
     try:
-        return str(_sorted_dumps(value))
+        return _sorted_dumps(value)
     except (TypeError, ValueError, RecursionError):
         return None
 

@@ -82,9 +82,10 @@ class WireCall:
     def of(cls, request: ModelRequest, parser: BodyParser | None = None) -> WireCall:
         """The call, its body parsed (a body that is not JSON is refused), by the session's ``parser``
         if given: a conversation's history items repeated from a recent request are not parsed again."""
-        provider = cls.provider_of(request)
+        path = urlsplit(request.url).path
+        provider = providers.provider_for_call(request.route, path)
         body = parse_json_body(request.body, "the request body", parser, provider.HISTORY)
-        return cls(provider, urlsplit(request.url).path, body)
+        return cls(provider, path, body)
 
     def normalize(
         self, ids: providers.CallIds, fields: FieldPolicy, media: Media = "digest", *, recording: bool = True

@@ -119,4 +119,5 @@ def checked(decision: object) -> Reply | Forward:
 
 def header_list(headers: Any) -> list[tuple[str, str]]:
     """httpx or httpx2 headers as handlers see them: ``(name, value)`` pairs, names lower-cased."""
-    return [(name.lower(), value) for name, value in headers.multi_items()]
+    encoding = headers.encoding  # read once: ``multi_items`` reads it twice per header
+    return [(name.decode(encoding).lower(), value.decode(encoding)) for name, value in headers.raw]

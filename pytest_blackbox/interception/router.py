@@ -102,13 +102,33 @@ class _Route(respx.Route):
 _IDLE: list[_Router] = []
 
 
+class _Routes:
+    """The model routes, compiled once per process (``_routes``), and the route each URL path took:
+    an agent's calls go to the same few paths, so each is searched once."""
+
+    _SEEN_MAX = 1024
+
+    def __init__(self, routes: tuple[tuple[str, str], ...]) -> None:
+        self._any = re.compile("|".join(f"(?:{path_regex})" for _, path_regex in routes))
+        self._each = tuple((name, re.compile(path_regex)) for name, path_regex in routes)
+        self._seen: dict[str, str | None] = {}
+
+    def of(self, path: str) -> str | None:
+        """The name of the first route whose expression is found in ``path`` (``None``: not a model
+        route)."""
+        if path in self._seen:
+            return self._seen[path]
+        route = None
+        if self._any.search(path) is not None:
+            route = next(name for name, pattern in self._each if pattern.search(path))
+        if len(self._seen) < self._SEEN_MAX:
+            self._seen[path] = route
+        return route
+
+
 @functools.lru_cache(maxsize=16)
-def _route_patterns(
-    routes: tuple[tuple[str, str], ...],
-) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
-    """The model paths as one expression, and each route's own: compiled once per process."""
-    model_paths = re.compile("|".join(f"(?:{path_regex})" for _, path_regex in routes))
-    return model_paths, tuple((name, re.compile(path_regex)) for name, path_regex in routes)
+def _routes(routes: tuple[tuple[str, str], ...]) -> _Routes:
+    return _Routes(routes)
 
 
 class Interceptor:
@@ -139,7 +159,7 @@ class Interceptor:
         self._on_model = on_model
         self._on_other = on_other
         self._active = False
-        self._model_paths, self._routes = _route_patterns(tuple(routes.items()))
+        self._routes = _routes(tuple(routes.items()))
         self._router: _Router | None = None
 
     @property
@@ -182,12 +202,10 @@ class Interceptor:
     ) -> Reply | Forward | None:
         """What answers one request: ``on_model`` a ``POST`` to a model route (the first whose
         expression is found in the URL's path), ``on_other`` the rest (``None``: pass it through)."""
-        if method == "POST":
-            path: str = url.path
-            if self._model_paths.search(path) is not None:
-                route = next(name for name, pattern in self._routes if pattern.search(path))
-                request = ModelRequest(route, method, str(url), header_list(headers), body, is_async)
-                return checked(self._on_model(request))
+        route = self._routes.of(url.path) if method == "POST" else None
+        if route is not None:
+            request = ModelRequest(route, method, str(url), header_list(headers), body, is_async)
+            return checked(self._on_model(request))
         if self._on_other is None:
             return None
         return checked(self._on_other(OtherRequest(method, str(url), header_list(headers), body, is_async)))

@@ -342,6 +342,13 @@ def json_copy(value: Any) -> Any:
 
 
 def _json_copy(value: Any) -> Any:
+    kind = type(value)  # parsed JSON's own types first: the abstract checks below cost more
+    if kind is dict:
+        return {str(key): _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    if kind is str:
+        return value
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):

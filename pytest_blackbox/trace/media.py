@@ -48,18 +48,22 @@ def without_bytes(payload: P) -> P:
     if not isinstance(payload, dict) or not isinstance(payload.get("messages"), list):
         return payload
     messages = payload["messages"]
-    before, stripped_before = _LAST
+    before, stripped_before, first_before = _LAST
     kept = same_start(messages, before)
-    stripped = stripped_before[:kept] + [_stripped_message(message) for message in messages[kept:]]
-    _LAST = (list(messages), stripped[:])
-    if same_start(stripped, messages) == len(messages):
+    added = messages[kept:]
+    new = [_stripped_message(message) for message in added]
+    # where the first message that lost bytes is: among the kept ones as before, else among the new
+    first = first_before if first_before < kept else kept + same_start(new, added)
+    stripped = stripped_before[:kept] + new
+    _LAST = (list(messages), stripped[:], first)
+    if first == len(messages):
         return payload
     return cast(P, {**payload, "messages": stripped})
 
 
-#: The last payload's messages and what they became: the next request of a conversation starts
-#: with the very same objects.
-_LAST: tuple[list[Any], list[Any]] = ([], [])
+#: The last payload's messages, what they became, and the index of the first one that lost bytes
+#: (their number if none did): the next request of a conversation starts with the very same objects.
+_LAST: tuple[list[Any], list[Any], int] = ([], [], 0)
 
 
 #: Messages already looked at, by identity (kept alive with them): ``id → (message, stripped)``.
