@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import QUIET, Counted, exact, summary
+from tests import QUIET
+
+from .conftest import Counted, exact, summary
 
 #: The child's agent: one model call through the real anthropic SDK, at the address
 #: ``ANTHROPIC_BASE_URL`` gives (the fake provider's, which the test's run points at its relay: the

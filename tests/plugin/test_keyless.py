@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 pytest.importorskip("google.genai", reason="google-genai is not installed (pip install google-genai)")
 
