@@ -43,6 +43,9 @@ ANSWERS = {
     "Lima": "It is 17 °C (62.6 °F) and cloudy in Lima.",
 }
 NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
+#: How the ``--blackbox-report`` report counts the unchanged cassettes, and names a changed one's place.
+UNCHANGED = "unchanged (the same run recorded again; the file was left as it was)."
+CHANGED = "changed at step 0 model_input: messages[0].content"
 #: The usage every bad marker argument's error ends with.
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "

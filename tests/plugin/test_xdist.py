@@ -11,7 +11,7 @@ import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
 
-from .conftest import ASK, HEADER, WEATHER_TEST, Suite, exact, summary
+from .conftest import ASK, CHANGED, HEADER, UNCHANGED, WEATHER_TEST, Suite, exact, summary
 
 FLAVORS = ("sync", "async")
 
@@ -137,7 +137,9 @@ def test_record_replay_and_re_record_under_xdist(sync_suite: Suite) -> None:
     """A cassette's life under ``-n 2``: recorded (``once``), replayed, recorded again with ``rewrite``
     (unchanged, and changed) and with ``all`` (unchanged). Each stage is a module per flavor whose
     marker names its record mode, so one inner run under xdist (two worker start-ups) holds them all;
-    it checks what test_modes.py checks serially for each flavor."""
+    it checks what test_modes.py checks serially for each flavor. The controller writes the
+    ``--blackbox-report=github`` report from the summaries the workers sent (test_review_report.py
+    checks it in one process)."""
     modules = {stem: [f"{stem}_{flavor}" for flavor in FLAVORS] for stem, _, _ in STAGES}
 
     def write(stem: str, body: str) -> None:
@@ -156,17 +158,36 @@ def test_record_replay_and_re_record_under_xdist(sync_suite: Suite) -> None:
         for module in modules[stem]
     }
 
+    job_summary = sync_suite.pytester.path / "step-summary.md"
+    job_summary.write_text("earlier step\n", encoding="utf-8")
+    sync_suite.pytester._monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job_summary))
     sync_suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
-    result = sync_suite.run("-n", "2")
+    result = sync_suite.run("-n", "2", "--blackbox-report=github")
     result.assert_outcomes(passed=10)
+    line = summary(replayed=2, recorded=4, unchanged=4)
     where = "(step 0 model_input: messages[0].content)"
     result.stdout.fnmatch_lines(
         [
-            exact(summary(replayed=2, recorded=4, unchanged=4)),
+            exact(line),
             *[exact(f"  changed: cassettes/{module}/test_weather.json {where}") for module in sorted(old)],
+            exact(f"blackbox: report written to {job_summary}"),
         ],
         consecutive=True,
     )
+    assert job_summary.read_text(encoding="utf-8").splitlines() == [
+        "earlier step",
+        "### blackbox: re-recorded cassettes",
+        "",
+        f"`{line}`",
+        "",
+        f"8 re-recorded: 2 new, 2 changed, 4 {UNCHANGED}",
+        "",
+        "| Cassette | What happened |",
+        "| --- | --- |",
+        *[f"| `cassettes/{module}/test_weather.json` | {CHANGED} |" for module in sorted(old)],
+        *[f"| `cassettes/{module}/test_weather.json` | new |" for module in sorted(modules["test_new"])],
+        "",
+    ]
     result.stdout.fnmatch_lines(["created: 2/2 workers"])
     assert {module: sync_suite.cassette(module).read_bytes() for module in kept} == kept
     for module, before in old.items():
