@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-#: The installed plugins the inner runs leave out: importing them is most of a fresh run's start-up.
-OTHER_PLUGINS_OFF = ("-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
+from tests import QUIET
+
 #: Modules that only a blackbox test may import.
 HEAVY = ("pytest_blackbox.engine.session", "pytest_blackbox.interception", "pytest_blackbox.providers")
 
@@ -53,7 +53,7 @@ def imported_by_a_run(pytester: pytest.Pytester, test_source: str, *args: str) -
     pytester.makeconftest(REPORTER)
     pytester.makepyfile(test_it=test_source)
     # without the suite's other pytest plugins, whose start-up (Hypothesis, LangSmith) costs seconds
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *OTHER_PLUGINS_OFF, *args)
+    result = pytester.runpytest_subprocess(*QUIET, *args)
     result.assert_outcomes(passed=1)
     loaded: dict[str, str] = json.loads((pytester.path / "imported.json").read_text(encoding="utf-8"))
     assert "pytest_blackbox.plugin" in loaded  # the plugin was loaded: the check below means something
