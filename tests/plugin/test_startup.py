@@ -86,14 +86,16 @@ def test_only_the_modules_imported_before_the_plugin_registers_go_through_the_re
     """pytest marks the whole package for assertion rewriting; the plugin takes it off the list when
     it registers, so what a blackbox test imports later loads as any library does."""
     loaders = imported_by_a_run(pytester, BLACKBOX_TEST, "--record-mode=once")
-    rewritten = sorted(name for name, loader in loaders.items() if loader == "AssertionRewritingHook")
-    assert rewritten == [
+    rewritten = {name for name, loader in loaders.items() if loader == "AssertionRewritingHook"}
+    # What the plugin's own module imports loads before it registers; older pytest versions mark
+    # an editable install's package for nothing, and rewrite none of it.
+    assert rewritten <= {
         "pytest_blackbox",
         "pytest_blackbox.errors",
         "pytest_blackbox.plugin",
         "pytest_blackbox.trace",
         "pytest_blackbox.trace.errors",
         "pytest_blackbox.vocabulary",
-    ]
+    }
     assert loaders["pytest_blackbox.engine.session"] == "SourceFileLoader"
     assert "pytest_blackbox.analysis.diff" not in loaders  # only re-recording over a cassette diffs
