@@ -37,7 +37,13 @@ Each run is timed by the CPU time (user + system) of its pytest process (``--clo
 default: on a shared machine other jobs barely move it, while they can stretch wall time many times
 over) or by the wall clock (``--clock wall``).
 
-Run: ``python bench/suite_bench.py [--tests 40] [--repeat 5] [--isolated] [--keep DIR] [--clock cpu|wall]``.
+``--baseline DIR`` adds a fifth variant, interleaved with the others: pytest-blackbox replaying the
+same cassettes with the package found in ``DIR`` first on ``PYTHONPATH``, another revision exported
+there (``git archive main pytest_blackbox schemas | tar -x -C DIR``), so a change is measured side by
+side with the code before it.
+
+Run: ``python bench/suite_bench.py [--tests 40] [--repeat 5] [--isolated] [--keep DIR] [--clock cpu|wall]
+[--baseline DIR]``.
 """
 
 from __future__ import annotations
@@ -69,6 +75,9 @@ DISABLED = {
     "pytest-blackbox": ("-p", "no:recording"),
     "capture": ("-p", "no:blackbox", "-p", "no:recording"),
 }
+#: ``--baseline``: the variant replaying with another revision of the package, and where it is.
+BASELINE_VARIANT = "pytest-blackbox-baseline"
+BASELINE: dict[str, Path | None] = {"path": None}
 #: With ``--isolated``, plugin autoloading is off and each variant loads only its own plugin.
 ISOLATED = {
     "floor": (),
@@ -310,13 +319,18 @@ def measure(root: Path, fake: FakeProvider, repeat: int) -> dict[str, list[float
     A first, untimed round fills the caches every later run finds (compiled modules, the OS's).
     """
     served = len(fake.requests)
-    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    baseline = BASELINE["path"]
+    variants = (*VARIANTS, BASELINE_VARIANT) if baseline is not None else VARIANTS
+    times: dict[str, list[float]] = {variant: [] for variant in variants}
     for round_ in range(repeat + 1):
-        for variant in VARIANTS:
-            env = environment(variant, fake.base_url, key=False)
-            if variant == "pytest-blackbox":
+        for variant in variants:
+            kind = "pytest-blackbox" if variant == BASELINE_VARIANT else variant
+            env = environment(kind, fake.base_url, key=False)
+            if kind == "pytest-blackbox":
                 env["CI"] = "1"
-            elapsed = pytest_run(root, variant, env)
+            if variant == BASELINE_VARIANT:
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(baseline), env.get("PYTHONPATH"))))
+            elapsed = pytest_run(root, kind, env)
             if round_ > 0:
                 times[variant].append(elapsed)
     if len(fake.requests) != served:
@@ -333,10 +347,10 @@ def report(times: dict[str, list[float]], count: int) -> None:
         f"{count} tests x (3 model calls + 3 tool calls), whole pytest process ({how}), "
         f"{CLOCK['name']} time, median of {repeat}"
     )
-    for variant in VARIANTS:
+    for variant in times:
         runs = ", ".join(f"{value:.2f}" for value in times[variant])
         extra = (medians[variant] - floor) * 1e3 / count
-        print(f"  {variant:<18} {medians[variant]:6.2f} s  ({extra:+6.1f} ms/test vs floor)  runs: {runs}")
+        print(f"  {variant:<24} {medians[variant]:6.2f} s  ({extra:+6.1f} ms/test vs floor)  runs: {runs}")
     for name, value, target in (
         ("blackbox / floor, SDK client", ours / sdk_floor, TARGET_SDK_FLOOR),
         ("blackbox / pytest-recording", ours / recording, TARGET_RECORDING),
@@ -347,6 +361,11 @@ def report(times: dict[str, list[float]], count: int) -> None:
     client = (sdk_floor - floor) * 1e3 / count
     print(f"  building the SDK's client    {client:+5.1f} ms/test (both plugins' tests pay it)")
     print(f"  recording / floor, SDK client {recording / sdk_floor:4.2f}x")
+    if BASELINE_VARIANT in medians:
+        base = medians[BASELINE_VARIANT]
+        change = (ours - base) * 1e3 / count
+        print(f"  blackbox / baseline          {ours / base:5.2f}x  ({change:+.1f} ms/test)")
+        print(f"  baseline / floor, SDK client {base / sdk_floor:5.2f}x")
 
 
 def main() -> None:
@@ -362,8 +381,12 @@ def main() -> None:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="cpu", help="time runs by CPU time (default) or wall"
     )
+    parser.add_argument(
+        "--baseline", type=Path, help="also replay with the package in DIR (another revision), interleaved"
+    )
     args = parser.parse_args()
     ISOLATE["on"] = args.isolated
+    BASELINE["path"] = args.baseline.resolve() if args.baseline is not None else None
     CLOCK.update(now=CLOCKS[args.clock], name=args.clock)
     with tempfile.TemporaryDirectory() as tmp, FakeProvider() as fake:
         root = args.keep or Path(tmp) / "suite"

@@ -12,6 +12,14 @@ from typing import Any
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
+#: The installed pytest plugins every inner pytest run (pytester) leaves off: the suite uses neither,
+#: and the project's ``-p no:langsmith_plugin`` (pyproject.toml) does not reach an inner run, which
+#: reads its own ini. An in-process inner run imports anew every module its outer process had not
+#: (pytester forgets them after the run), so LangSmith's plugin alone would cost each one a second.
+OTHER_PLUGINS_OFF = ("-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
+#: The same without the cache provider, for the inner runs that do not use ``--lf``.
+QUIET = ("-p", "no:cacheprovider", *OTHER_PLUGINS_OFF)
+
 #: The provider keys the in-process tests run with, by variable (the ``provider_keys`` fixture sets
 #: them). They have the real keys' formats, so a test can prove no cassette or message shows them.
 TEST_KEYS = {

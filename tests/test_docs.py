@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import QUIET
+
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted([REPO / "README.md", REPO / "CONTRIBUTING.md", *(REPO / "docs").glob("*.md")])
 PROVIDERS = ("Anthropic", "OpenAI", "Gemini")
@@ -113,9 +115,8 @@ def test_the_recipe_for_clients_built_at_import_records_then_replays_offline(
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     for name, source in files.items():
         (pytester.path / name).write_text(source, encoding="utf-8")
-    quiet = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 
-    recorded = pytester.runpytest(*quiet, "--record-mode=once")
+    recorded = pytester.runpytest(*QUIET, "--record-mode=once")
     recorded.assert_outcomes(passed=1)
     assert (pytester.path / "requests.txt").read_text() == "3"
     assert (pytester.path / "cassettes" / "test_agent" / "test_greetings.json").is_file()
@@ -124,7 +125,7 @@ def test_the_recipe_for_clients_built_at_import_records_then_replays_offline(
         clean_env.delenv(name, raising=False)
     clean_env.delitem(__import__("sys").modules, "agent", raising=False)
     clean_env.setenv("CI", "true")
-    replayed = pytester.runpytest(*quiet)
+    replayed = pytester.runpytest(*QUIET)
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, *"])
     assert (pytester.path / "requests.txt").read_text() == "0"

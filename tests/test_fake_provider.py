@@ -18,6 +18,7 @@ from google.genai import types as genai_types
 
 from pytest_blackbox.errors import BlackboxUsageError
 from pytest_blackbox.testing.fake_provider import FakeProvider, ScriptedResponse
+from tests import QUIET
 from tests.conftest import NetworkGuard
 
 USER_MESSAGES: Any = [{"role": "user", "content": "weather in Paris?"}]
@@ -354,12 +355,11 @@ def test_the_documented_openai_example_records_then_replays_offline(
     for name, source in files.items():
         (pytester.path / name).write_text(source, encoding="utf-8")
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    quiet = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
-    recorded = pytester.runpytest(*quiet, "--record-mode=once")
+    recorded = pytester.runpytest(*QUIET, "--record-mode=once")
     recorded.assert_outcomes(passed=1)
     recorded.stdout.fnmatch_lines(["blackbox: 0 replayed, 1 recorded, *"])
     attempts = network_guard.block()
-    replayed = pytester.runpytest(*quiet)
+    replayed = pytester.runpytest(*QUIET)
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["blackbox: 1 replayed, 0 recorded, *"])
     assert attempts == []

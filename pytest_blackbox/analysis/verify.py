@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-from ..trace.canonical import TOO_DEEP, js_number, nested_too_deeply
+from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_number, nested_too_deeply
 from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import collector_paused, parse_json, read_text
@@ -178,13 +178,16 @@ class _Checks:
         self.top[key] = value
         self.neutrality.member(key, value)
 
-    def step(self, position: int, step: Any, exact_numbers: bool = False) -> None:
-        """The step at ``position``; ``exact_numbers`` as the streaming reader reports it."""
+    def step(
+        self, position: int, step: Any, exact_numbers: bool = False, containers: int | None = None
+    ) -> None:
+        """The step at ``position``; ``exact_numbers`` and ``containers`` as the streaming reader
+        reports them (``None``: not counted)."""
         if self.steps is not None:
             self.steps.append(step)
         self.count = position + 1
         if self.schema_failure is None:
-            self.schema_failure = self._step_schema(position, step)
+            self.schema_failure = self._step_schema(position, step, containers)
         if self.schema_failure is not None or self.chain_failure is not None:
             return  # that failure is the report: the later invariants are not looked at
         self.chain_failure = self._step_chain(position, step, exact_numbers)
@@ -194,8 +197,11 @@ class _Checks:
             self.early_success = position - 1
         self.last = step
 
-    def _step_schema(self, position: int, step: Any) -> InvariantResult | None:
-        if nested_too_deeply(step):  # what loading and replaying refuse, verify fails too
+    def _step_schema(self, position: int, step: Any, containers: int | None) -> InvariantResult | None:
+        # what loading and replaying refuse, verify fails too; a step holding no more objects and
+        # arrays than the limit cannot nest deeper than it, and is not walked
+        fits = containers is not None and containers <= MAX_NESTING
+        if not fits and nested_too_deeply(step):
             return InvariantResult("schema_version", "fail", f"step {position} is {TOO_DEEP}", position)
         try:
             validate_step(step, position, path=self.path)
@@ -300,7 +306,7 @@ def _check_file(path: str, keys: Sequence[str], keep: bool) -> tuple[_Checks, An
     try:
         for item in stream_cassette(path):
             if isinstance(item, Step):
-                checks.step(item.position, item.value, item.exact_numbers)
+                checks.step(item.position, item.value, item.exact_numbers, item.containers)
             else:
                 checks.member(item.key, item.value)
     except NotStreamable:

@@ -49,7 +49,6 @@ from .expect import RunAssertions
 from .paths import pending_path, remove_stale_pending, trace_id_for
 from .preflight import Refusal, preflight
 from .report import short_report, shown_path
-from .rerecord import first_change
 from .sockets import SocketGuard
 
 #: Folders already cleaned of stale pending files in this pytest run.
@@ -312,6 +311,8 @@ class TestRun:
             return None
         target = self.fork_out or self.cassette
         if self.fork_out is None and target.is_file():
+            from .rerecord import first_change  # the diff's modules: only a re-recording needs them
+
             self.change = first_change(target, load_trace(pending))
             if self.change is None:
                 self._drop_pending()

@@ -1,28 +1,32 @@
 """The wire protocols Blackbox can record and replay: one module each, chosen by the request's URL path.
 
 Each protocol is one module with the same names (the ``Provider`` protocol below), so the session is
-written once against that interface and never looks at provider JSON itself. Each module declares its
-own ``ROUTE``; the interception routes (:data:`ROUTES`) and :func:`provider_for_path` derive from
-them. A protocol whose calls carry state of their own (Gemini: the model in the path, the
-conversation its answer's calls are bound to) also offers ``for_path(path)``, the object answering
-that one call (:func:`provider_for_call`). See docs/providers.md.
+written once against that interface and never looks at provider JSON itself. What a request's path
+must look like to be one of a protocol's calls, or one of its SDK's side calls, is this package's
+table (:data:`ROUTES`, :data:`SIDE_ROUTES`): the interception layer needs it before any call, and a
+protocol's module is imported only by its first call (:func:`provider_for_call`), so a suite that
+replays Anthropic calls never loads the Gemini, OpenAI or Bedrock code. A protocol whose calls carry
+state of their own (Gemini: the model in the path, the conversation its answer's calls are bound
+to) also offers ``for_path(path)``, the object answering that one call. See docs/providers.md.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from ..trace.model import ModelInput, ModelOutput
-from . import anthropic, bedrock, bedrock_converse, gemini, openai_chat, openai_responses
 from .common import CallIds, ReplayArgs
-from .lookalikes import model_api_of
 from .sse import SSE_HEADERS
+from .vertex import ANTHROPIC_COUNT_TOKENS, ANTHROPIC_ROUTE, is_vertex_path
 from .vertex import CREDENTIALS_ADVICE as VERTEX_CREDENTIALS_ADVICE
-from .vertex import is_vertex_path
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from .lookalikes import model_api_of
 
 __all__ = [
     "PROVIDERS",
@@ -54,25 +58,12 @@ class Provider(Protocol):
     @property
     def NAME(self) -> str:
         """``"anthropic"``, ``"openai_chat"``, ``"openai_responses"``, ``"gemini"``, ``"bedrock"`` or
-        ``"bedrock_converse"``: its route's name."""
+        ``"bedrock_converse"``: its route's name (:data:`ROUTES`), which is also its module's."""
         ...
 
     @property
     def HISTORY(self) -> str:
         """The request field holding the conversation so far, which grows by a few items per call."""
-        ...
-
-    @property
-    def ROUTE(self) -> str:
-        """A regular expression searched in the URL path (not the host, not the query) of a POST.
-
-        Path suffixes, not hosts: base URLs, gateways, proxies and Azure endpoints all end in these.
-        """
-        ...
-
-    @property
-    def SIDE_ROUTES(self) -> dict[str, str]:
-        """SDK method → path pattern of its side calls (token counting), searched like ``ROUTE``."""
         ...
 
     def normalize_request(self, body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
@@ -110,27 +101,87 @@ class Provider(Protocol):
         ...
 
 
-_MODULES: Final[tuple[Provider, ...]] = (
-    anthropic,
-    openai_chat,
-    openai_responses,
-    gemini,
-    bedrock,
-    bedrock_converse,
-)
+class _Routes(NamedTuple):
+    """What makes a request one of a protocol's calls, known before its module is imported.
 
-#: Every provider by its name, which is also the name of its interception route.
-PROVIDERS: Final[dict[str, Provider]] = {provider.NAME: provider for provider in _MODULES}
+    ``route`` is a regular expression searched in the URL path (not the host, not the query) of a
+    POST: path suffixes, not hosts, because base URLs, gateways, proxies and Azure endpoints all
+    end in these. ``side`` maps an SDK method to the path pattern of its side calls (token
+    counting), searched alike: requests to the API that are not model calls, so a cassette cannot
+    hold them, and a session refuses them outside wrapped tools.
+    """
+
+    route: str
+    side: dict[str, str]
+
+
+#: Every protocol by its name, in the order a path is matched: the name is its module's and the
+#: name of its interception route.
+_PROTOCOLS: Final[dict[str, _Routes]] = {
+    # The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it; and Claude on
+    # Vertex AI (``…/publishers/anthropic/models/{model}:rawPredict``, the model in the path).
+    "anthropic": _Routes(
+        rf"/v1/messages$|{ANTHROPIC_ROUTE}",
+        {"messages.count_tokens": rf"/v1/messages/count_tokens$|{ANTHROPIC_COUNT_TOKENS}"},
+    ),
+    # Chat Completions, under any base URL (Azure deployments included).
+    "openai_chat": _Routes(r"/chat/completions$", {}),
+    # The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not
+    # model calls.
+    "openai_responses": _Routes(
+        r"/responses$", {"responses.input_tokens.count": r"/responses/input_tokens$"}
+    ),
+    # ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
+    # ``…/projects/{p}/locations/{l}/publishers/google/models/{model}:…`` matches too: the same
+    # protocol on another road (``providers.vertex``), recorded and compared alike.
+    "gemini": _Routes(
+        r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$",
+        {"models.count_tokens": r"/(?:models|tunedModels)/[^/:]+:countTokens$"},
+    ),
+    # InvokeModel and its streaming twin, under any base URL; the model id may be an ARN, whose ``/``
+    # the interception layer sees decoded. Its token counting (``/model/{id}/count-tokens``) is a
+    # side call.
+    "bedrock": _Routes(
+        r"/model/.+/(?:invoke|invoke-with-response-stream)$",
+        {"bedrock count_tokens": r"/model/[^/]+/count-tokens$"},
+    ),
+    "bedrock_converse": _Routes(r"/model/.+/(?:converse|converse-stream)$", {}),
+}
 
 #: Route name → path pattern: what the interception layer answers as a model call.
-ROUTES: Final[dict[str, str]] = {provider.NAME: provider.ROUTE for provider in _MODULES}
-
+ROUTES: Final[dict[str, str]] = {name: routes.route for name, routes in _PROTOCOLS.items()}
 
 #: SDK method → path pattern of the side calls (token counting): requests to a provider's API that are
 #: not model calls, so a cassette cannot hold them; a session refuses them outside wrapped tools.
 SIDE_ROUTES: Final[dict[str, str]] = {
-    method: pattern for provider in _MODULES for method, pattern in provider.SIDE_ROUTES.items()
+    method: pattern for routes in _PROTOCOLS.values() for method, pattern in routes.side.items()
 }
+
+#: What the package offers without importing at once: name → the module that defines it.
+_LAZY: Final = {"model_api_of": "lookalikes"}
+
+
+@cache
+def _module(name: str) -> Provider:
+    """The protocol module of a route, imported at its first call."""
+    return cast(Provider, import_module(f"{__name__}.{name}"))
+
+
+def __getattr__(name: str) -> Any:
+    """``PROVIDERS`` (every protocol module, imported here) and the names of :data:`_LAZY`."""
+    if name == "PROVIDERS":
+        value: Any = {route: _module(route) for route in _PROTOCOLS}
+    elif name in _LAZY:
+        value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    #: Every provider by its name, which is also the name of its interception route (imports them all).
+    PROVIDERS: dict[str, Provider]
 
 
 #: The content types of a streamed answer: SSE, and the AWS event stream Amazon Bedrock streams in.
@@ -161,13 +212,16 @@ def provider_for_path(path: str) -> Provider | None:
     A query string is ignored, so Azure-style ``?api-version=…`` deployments are recognised too.
     """
     route = path.split("?", 1)[0]
-    found = next((provider for provider in _MODULES if re.search(provider.ROUTE, route)), None)
-    return None if found is None else provider_for_call(found.NAME, route)
+    found = next((name for name, pattern in ROUTES.items() if re.search(pattern, route)), None)
+    return None if found is None else provider_for_call(found, route)
 
 
 def provider_for_call(route: str, path: str) -> Provider:
-    """The provider answering one call on ``route``: the module, or the call object it binds to ``path``."""
-    provider = PROVIDERS[route]
+    """The provider answering one call on ``route``: the module (imported at the route's first call), or
+    the call object it binds to ``path``."""
+    if route not in _PROTOCOLS:
+        raise KeyError(route)
+    provider = _module(route)
     bind = getattr(provider, "for_path", None)
     bound: Provider | None = bind(path) if bind is not None else provider
     return provider if bound is None else bound

@@ -43,22 +43,15 @@ from .media import anthropic_block, anthropic_content, message_content
 from .replayed import read_output
 from .settings import anthropic_context
 from .sse import encode_event, event_object, parse_events, pieces, stream_problem
-from .vertex import ANTHROPIC_COUNT_TOKENS, ANTHROPIC_ROUTE, model_in_path
+from .vertex import model_in_path
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 
 NAME: Final = "anthropic"
-#: The Messages endpoint, whatever base URL, gateway or proxy prefix comes before it; and Claude on
-#: Vertex AI (``…/publishers/anthropic/models/{model}:rawPredict``, the model in the path).
-ROUTE: Final = rf"/v1/messages$|{ANTHROPIC_ROUTE}"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "messages"
-#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
-SIDE_ROUTES: Final[dict[str, str]] = {
-    "messages.count_tokens": rf"/v1/messages/count_tokens$|{ANTHROPIC_COUNT_TOKENS}"
-}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written.
 _PARAMS: Final = (

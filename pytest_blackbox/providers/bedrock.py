@@ -33,12 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 NAME: Final = "bedrock"
-#: InvokeModel and its streaming twin, under any base URL; the model id may be an ARN, whose ``/``
-#: the interception layer sees decoded.
-ROUTE: Final = r"/model/.+/(?:invoke|invoke-with-response-stream)$"
 HISTORY: Final = anthropic.HISTORY
-#: Bedrock's token counting (``/model/{id}/count-tokens``) is a side call, not a model call.
-SIDE_ROUTES: Final[dict[str, str]] = {"bedrock count_tokens": r"/model/[^/]+/count-tokens$"}
 #: How a replayed stream is served: the AWS event stream, not SSE.
 STREAM_HEADERS: Final = EVENT_STREAM_HEADERS
 

@@ -48,9 +48,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 NAME: Final = "bedrock_converse"
-ROUTE: Final = r"/model/.+/(?:converse|converse-stream)$"
 HISTORY: Final = "messages"
-SIDE_ROUTES: Final[dict[str, str]] = {}
 STREAM_HEADERS: Final = EVENT_STREAM_HEADERS
 
 #: ``inferenceConfig`` field → neutral ``params`` key.

@@ -65,12 +65,8 @@ if TYPE_CHECKING:
 
 
 NAME: Final = "openai_chat"
-#: Chat Completions, under any base URL (Azure deployments included).
-ROUTE: Final = r"/chat/completions$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "messages"
-#: The SDK's side calls of this API (not model calls): none.
-SIDE_ROUTES: Final[dict[str, str]] = {}
 
 #: Wire field → neutral ``params`` key, in the order the params object is written. The tools'
 #: ``strict`` flags are lifted to the top level before picking.

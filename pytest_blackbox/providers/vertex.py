@@ -1,7 +1,7 @@
 """Google Vertex AI: a publisher's model named in the URL path, a road of that model's wire protocol.
 
 Vertex AI serves Google's Gemini models on ``…/publishers/google/models/{model}:generateContent``
-(the Gemini protocol, which its ``ROUTE`` already matches) and Anthropic's Claude on
+(the Gemini protocol, whose route already matches it) and Anthropic's Claude on
 ``…/publishers/anthropic/models/{model}:rawPredict`` and ``:streamRawPredict`` (the Anthropic
 Messages protocol, with the model moved from the body into the path). The project and the location
 before ``/publishers/`` are where the call goes, like a host, and are not compared. The bearer token

@@ -50,12 +50,15 @@ class Step(NamedTuple):
     """One element of ``steps``: its position and parsed value.
 
     ``exact_numbers`` says every number in it is one the C encoder writes as JavaScript does (see
-    :func:`~pytest_blackbox.trace.canonical.canonical_json`).
+    :func:`~pytest_blackbox.trace.canonical.canonical_json`). ``containers`` bounds how many objects
+    and arrays it holds (its text's ``{`` and ``[``, counted at C speed, strings' included), and so
+    how deep it can nest: a step with no more than ``MAX_NESTING`` need not be walked to know it fits.
     """
 
     position: int
     value: Any
     exact_numbers: bool
+    containers: int
 
 
 class _Numbers:
@@ -132,8 +135,9 @@ class _Reader:
             raise NotStreamable("member name expected")
         return str(self.value(":")[0])
 
-    def value(self, followers: str = ",]}") -> tuple[Any, bool]:
-        """The next JSON value, and whether all its numbers are exact (see :class:`Step`).
+    def value(self, followers: str = ",]}") -> tuple[Any, bool, int]:
+        """The next JSON value, whether all its numbers are exact, and its text's ``{`` and ``[``
+        (see :class:`Step`).
 
         A value counts as read only once one of ``followers`` is seen after it: the end of the
         window may cut a token anywhere, and ``0`` of ``0.25`` or ``1`` of ``1e5`` parse fine alone.
@@ -150,7 +154,8 @@ class _Reader:
                 after = _after_space(self.text, end)
                 if self.eof or (after < len(self.text) and self.text[after] in followers):
                     self.pos = after
-                    return value, not self.numbers.inexact
+                    containers = self.text.count("{", start, end) + self.text.count("[", start, end)
+                    return value, not self.numbers.inexact, containers
             if self.eof:
                 raise NotStreamable("bad value")
             self.fill()
@@ -184,8 +189,8 @@ def _steps(reader: _Reader) -> Iterator[Step]:
         return
     position = 0
     while True:
-        value, exact = reader.value()
-        yield Step(position, value, exact)
+        value, exact, containers = reader.value()
+        yield Step(position, value, exact, containers)
         position += 1
         if reader.expect(",]") == "]":
             return

@@ -20,6 +20,7 @@ import pytest
 from pytest_blackbox.analysis.diff import diff_traces
 from pytest_blackbox.analysis.verify import verify_trace
 from pytest_blackbox.trace.io import load_trace
+from tests import OTHER_PLUGINS_OFF, QUIET
 from tests.machine import scaled
 
 from .forkhelp import write_script
@@ -51,14 +52,9 @@ def launch(
             "-m",
             "pytest",
             "-q",
-            "-p",
-            "no:cacheprovider",
+            *QUIET,
             "-p",
             "no:xdist",
-            "-p",
-            "no:hypothesispytest",
-            "-p",
-            "no:langsmith_plugin",
             *pytest_args,
         ),
     ]
@@ -176,7 +172,7 @@ def tool_tests(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> Path
     """
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_tools=TOOL_TESTS)
-    pytester.runpytest("-p", "no:xdist", "--record-mode=once").assert_outcomes(passed=2)
+    pytester.runpytest(*OTHER_PLUGINS_OFF, "-p", "no:xdist", "--record-mode=once").assert_outcomes(passed=2)
     cassette = pytester.path / "cassettes" / "test_tools" / "test_tool.json"
     fork_env = {
         "BLACKBOX_MODE": "fork",
@@ -197,7 +193,7 @@ def test_only_the_forked_cassettes_test_forks(
 ) -> None:
     monkeypatch.setenv("BLACKBOX_FORK_AT", "1")
     parent_bytes = tool_tests.read_bytes()
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest(*OTHER_PLUGINS_OFF, "-p", "no:xdist")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["blackbox: 1 replayed, 1 recorded, *"])
     assert tool_tests.read_bytes() == parent_bytes
@@ -223,7 +219,7 @@ def test_a_refused_fork_fails_its_test_and_reports(
     pytester: pytest.Pytester, tool_tests: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BLACKBOX_FORK_AT", "0")
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest(*OTHER_PLUGINS_OFF, "-p", "no:xdist")
     result.assert_outcomes(passed=1, failed=1)
     message = "step 0 is a tool_call step; fork at a tool_result step (this cassette has tool results at 1)"
     result.stdout.fnmatch_lines([f"*blackbox: {message}"])

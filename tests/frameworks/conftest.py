@@ -20,12 +20,11 @@ import pytest
 from pytest_blackbox.engine import KEY_VARIABLES, set_placeholder_keys
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
+from tests import QUIET
 
 INSTRUCTIONS = "You are a travel assistant. Answer only from the tools' data."
 CHANGED_INSTRUCTIONS = "You are a pirate. Answer in pirate speak."
 INNER_INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
-#: Plugins the inner runs do not need; hypothesis and langsmith alone cost each inner run seconds of start-up.
-QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 WEATHER = {"city": "Paris", "tempC": 21, "sky": "clear"}
 LOCAL_TIME = "14:05"
 

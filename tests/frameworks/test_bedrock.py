@@ -299,7 +299,8 @@ def recorded(
     return recording
 
 
-def test_the_recording_holds_the_model_from_the_path(recorded: Recording) -> None:
+def test_the_recording_holds_the_model_from_the_path_and_no_aws_credential(recorded: Recording) -> None:
+    """One recording read twice: the run as the agent made it, then every credential kept out."""
     assert step_types(recorded.path) == STEP_TYPES
     first = payload(recorded.path, 0)
     assert (first["systemPrompt"], first["model"]) == (INSTRUCTIONS, MODEL)
@@ -308,9 +309,6 @@ def test_the_recording_holds_the_model_from_the_path(recorded: Recording) -> Non
     assert payload(recorded.path, 3)["result"] == WEATHER
     assert payload(recorded.path, 5)["result"] == LOCAL_TIME
     assert payload(recorded.path, 7)["text"] == FINAL
-
-
-def test_no_aws_credential_is_written(recorded: Recording) -> None:
     text = recorded.path.read_text(encoding="utf-8")
     for secret in (AWS["AWS_ACCESS_KEY_ID"], AWS["AWS_SECRET_ACCESS_KEY"], AWS["AWS_SESSION_TOKEN"]):
         assert secret not in text
@@ -326,15 +324,11 @@ def keyless(recorded: Recording, provider_keys: pytest.MonkeyPatch) -> Recording
     return recorded
 
 
-def test_replay_is_offline_and_runs_no_tool(
+def test_replay_is_offline_and_a_changed_instruction_fails_strictly(
     keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    """One recording, replayed as recorded (offline, no tool run), then with changed instructions."""
     replays_offline(keyless, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
-
-
-def test_strict_replay_fails_on_changed_instructions(
-    keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
-) -> None:
     rejected = anthropic.BadRequestError if flavor.client == "anthropic" else _client_error()
     fails_strictly(keyless, network_guard, sessions, partial(run, flavor), rejected)
 

@@ -133,13 +133,9 @@ def test_the_recording_holds_the_converse_run(recorded: Recording) -> None:
     assert payload(recorded.path, 7) == {"type": "final_answer", "text": FINAL}
 
 
-def test_replay_is_offline_and_runs_no_tool(
+def test_replay_is_offline_and_a_changed_instruction_fails_strictly(
     keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    """One recording, replayed as recorded (offline, no tool run), then with changed instructions."""
     replays_offline(keyless, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
-
-
-def test_strict_replay_fails_on_changed_instructions(
-    keyless: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
-) -> None:
     fails_strictly(keyless, network_guard, sessions, partial(run, flavor), ClientError)

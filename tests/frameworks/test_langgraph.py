@@ -207,15 +207,11 @@ def test_the_wrapper_is_invisible_to_langchain(recorded: Recording, flavor: Flav
     ]
 
 
-def test_replay_is_offline_and_runs_no_tool(
+def test_replay_is_offline_and_a_changed_instruction_fails_strictly(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    """One recording, replayed as recorded (offline, no tool run), then with changed instructions."""
     replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
-
-
-def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
-) -> None:
     rejected = anthropic.BadRequestError if flavor.api == "anthropic" else openai.BadRequestError
     fails_strictly(recorded, network_guard, sessions, partial(run, flavor), rejected)
 

@@ -170,7 +170,10 @@ def recorded(
     return recording
 
 
-def test_the_recording_holds_the_underlying_protocol(recorded: Recording, flavor: Flavor) -> None:
+def test_the_recording_holds_the_underlying_protocol_and_no_key_or_credential(
+    recorded: Recording, flavor: Flavor
+) -> None:
+    """One recording read twice: the run in the protocol under LiteLLM, then every key kept out."""
     assert step_types(recorded.path) == STEP_TYPES
     first = payload(recorded.path, 0)
     [user] = first["messages"]
@@ -180,24 +183,17 @@ def test_the_recording_holds_the_underlying_protocol(recorded: Recording, flavor
     assert first["model"] == ROUTES[flavor.api].model.rsplit("/", 1)[1]  # the route prefix is LiteLLM's
     assert [payload(recorded.path, index)["result"] for index in (3, 5)] == [WEATHER, LOCAL_TIME]
     assert payload(recorded.path, 8) == {"event": "run_completed", "status": "success", "result": FINAL}
-
-
-def test_no_key_or_credential_is_written(recorded: Recording) -> None:
     text = recorded.path.read_text(encoding="utf-8")
     for secret in (*TEST_KEYS.values(), *CLOUD_KEYS.values()):
         assert secret not in text
     assert "Signature" not in text and "AWS4-HMAC" not in text
 
 
-def test_replay_is_offline_and_runs_no_tool(
+def test_replay_is_offline_and_a_changed_instruction_fails_strictly(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    """One recording, replayed as recorded (offline, no tool run), then with changed instructions."""
     replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=9)
-
-
-def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
-) -> None:
     fails_strictly(
         recorded, network_guard, sessions, partial(run, flavor), litellm.exceptions.BadRequestError
     )

@@ -149,16 +149,12 @@ def test_the_recording_holds_the_whole_run(recorded: Recording) -> None:
     assert (last_call["toolName"], last_call["toolInput"]) == ("final_answer", {"answer": FINAL})
 
 
-def test_replay_is_offline_keyless_and_runs_no_tool(
+def test_replay_is_offline_keyless_and_a_changed_instruction_fails_strictly(
     recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
 ) -> None:
+    """One recording, replayed as recorded (offline, no tool run), then with changed instructions.
+    smolagents puts the instructions into its own system prompt: the divergence names it."""
     replays_offline(recorded, network_guard, sessions, partial(run, flavor), final=FINAL, steps=11)
-
-
-def test_strict_replay_fails_on_changed_instructions(
-    recorded: Recording, flavor: Flavor, network_guard: NetworkGuard, sessions: Callable[..., Session]
-) -> None:
-    """smolagents puts the instructions into its own system prompt: the divergence names it."""
     network_guard.block()
     tools = TravelTools()
     bb = sessions(mode="replay", cassette=recorded.path)

@@ -22,8 +22,12 @@ from typing import Any
 import anthropic  # noqa: F401  (imported once here, so in-process inner runs do not import it again)
 import pytest
 
-import pytest_blackbox.plugin.testrun  # noqa: F401  (the same: the session, respx and the providers)
+# the same: the session, respx and the providers; the summary and report every inner run ends with
+import pytest_blackbox.plugin.review
+import pytest_blackbox.plugin.summary
+import pytest_blackbox.plugin.testrun  # noqa: F401
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather"
 #: pytest-asyncio < 0.24 (the last for pytest 7) does not know the loop-scope key: its "Unknown config
@@ -39,14 +43,15 @@ ANSWERS = {
     "Lima": "It is 17 °C (62.6 °F) and cloudy in Lima.",
 }
 NOT_CHECKED = "unused cassettes not checked (not every test was selected)"
+#: How the ``--blackbox-report`` report counts the unchanged cassettes, and names a changed one's place.
+UNCHANGED = "unchanged (the same run recorded again; the file was left as it was)."
+CHANGED = "changed at step 0 model_input: messages[0].content"
 #: The usage every bad marker argument's error ends with.
 MARKER_USAGE = (
     "@pytest.mark.blackbox(cassette=None, cassette_dir=None, record_mode=None, "
     "match='strict'|'sequence'|matcher, ignore=[], normalize=[], redact=[], secrets={}, allowed_hosts=[], "
     "media='digest'|'inline', drop_fields=[])"
 )
-#: Plugins the inner runs do not need; hypothesis alone would re-import itself in every inner run.
-QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 #: The inner tests' own switches (the example's conftest reads the first): no run inherits them.
 _SCENARIO_ENV = ("BLACKBOX_EXAMPLE_LIVE", "WEATHER_CITY", "WEATHER_FAIL", "SECOND_CITY")
 

@@ -84,35 +84,32 @@ DEF test_weather(blackbox, anthropic_options):
 
 
 def test_reruns_and_repetitions_replay_their_cassettes_under_xdist(counted_sync: Counted) -> None:
-    """The two tests above under ``-n 2``, one inner run per stage (each costs two worker start-ups):
-    per flavor, a flaky test rerun once and a test repeated three times."""
+    """The two tests above under ``-n 2``, in one inner run (two worker start-ups): per flavor, a flaky
+    test rerun once that records, one rerun once that replays, and a test repeated three times."""
     counted = counted_sync
     flaky = _both_flavors(counted, FLAKY)
-    repeated = [f"test_repeated_{flavor}" for flavor in ("sync", "async")]
-    for module in repeated:
-        replace(counted, flavor=module.rsplit("_", 1)[1]).write(name=module, body=REPEATED)
-    first = counted.run("--record-mode=once", *[f"{module}.py" for module in repeated])
-    first.assert_outcomes(passed=6)  # one process: the first repetition records, the others replay it
-    first.stdout.fnmatch_lines([exact(summary(replayed=4, recorded=2))])
-    assert counted.sent == 6
-
-    recorded = counted.run("-n", "2", "--reruns=1", "--record-mode=once")
-    assert recorded.parseoutcomes() == {"passed": 8, "rerun": 2}
-    recorded.stdout.fnmatch_lines([exact(summary(replayed=6, recorded=2))])
-    assert counted.sent == 18  # each failed attempt's recording was dropped, each rerun recorded again
-    modules = [*flaky, *repeated]
-    cassettes = {module: counted.cassette(module).read_bytes() for module in modules}
-
-    for module in flaky:
-        (counted.pytester.path / f"attempted-{module}").unlink()
-    counted.pytester._monkeypatch.setenv("CI", "1")
-    replayed = counted.run("-n", "2", "--reruns=1")
-    assert replayed.parseoutcomes() == {"passed": 8, "rerun": 2}
-    replayed.stdout.fnmatch_lines([exact(summary(replayed=8))])
-    assert "the session has finished" not in replayed.stdout.str()
+    replayed = {flavor: f"test_replayed_{flavor}" for flavor in ("sync", "async")}
+    repeated = {flavor: f"test_repeated_{flavor}" for flavor in ("sync", "async")}
+    for flavor in ("sync", "async"):
+        replace(counted, flavor=flavor).write(name=replayed[flavor], body=FLAKY)
+        replace(counted, flavor=flavor).write(name=repeated[flavor], body=REPEATED)
+    before = [*replayed.values(), *repeated.values()]
+    # one process: the first repetition records, the others replay it; each flaky test records twice
+    first = counted.run("--reruns=1", "--record-mode=once", *[f"{module}.py" for module in before])
+    assert first.parseoutcomes() == {"passed": 8, "rerun": 2}
+    first.stdout.fnmatch_lines([exact(summary(replayed=4, recorded=4))])
     assert counted.sent == 18
-    assert {module: counted.cassette(module).read_bytes() for module in modules} == cassettes
-    for module in modules:
+    for module in replayed.values():
+        (counted.pytester.path / f"attempted-{module}").unlink()
+    cassettes = {module: counted.cassette(module).read_bytes() for module in before}
+
+    result = counted.run("-n", "2", "--reruns=1", "--record-mode=once")
+    assert result.parseoutcomes() == {"passed": 10, "rerun": 4}
+    result.stdout.fnmatch_lines([exact(summary(replayed=8, recorded=2))])
+    assert "the session has finished" not in result.stdout.str()
+    assert counted.sent == 30  # the new flaky tests only: each failed attempt's recording was dropped
+    assert {module: counted.cassette(module).read_bytes() for module in before} == cassettes
+    for module in [*flaky, *before]:
         assert [p.name for p in counted.cassette(module).parent.iterdir()] == ["test_weather.json"]
 
 

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 KEY = "azure-keyless-test-0123456789abcdef"
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 pytest.importorskip("boto3", reason="boto3 is not installed (pip install 'pytest-blackbox[test]')")
 pytest.importorskip(

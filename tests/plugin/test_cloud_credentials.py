@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import OTHER_PLUGINS_OFF
 from tests.conftest import cli_outputs
 
 from .conftest import exact, summary
@@ -159,7 +160,6 @@ def test_azure_entra():
 """
 TESTS_RUN = 6
 #: pytest's cache stays on: what it writes is checked like every other file.
-PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:langsmith_plugin")
 
 
 @pytest.fixture
@@ -198,7 +198,7 @@ def _record(
     """Record every test again with ``system`` as the system prompt and ``report`` switched on."""
     env.setenv("AGENT_SYSTEM", system)
     _queue_answers(fake)
-    result = bare_dir.runpytest(*PLUGINS, "--record-mode=all", *report)
+    result = bare_dir.runpytest(*OTHER_PLUGINS_OFF, "--record-mode=all", *report)
     result.assert_outcomes(passed=TESTS_RUN)
     return result
 
@@ -245,11 +245,15 @@ def test_no_cloud_credential_reaches_any_output_with_every_report_on(
     for name in (*names, "AGENT_ENTRA_TOKEN", "GITHUB_STEP_SUMMARY"):
         clean_env.delenv(name)
     clean_env.setenv("CI", "true")
-    replayed = bare_dir.runpytest(*PLUGINS, "--junitxml=replay.xml", "--blackbox-report=out/replay.md")
+    replayed = bare_dir.runpytest(
+        *OTHER_PLUGINS_OFF, "--junitxml=replay.xml", "--blackbox-report=out/replay.md"
+    )
     replayed.assert_outcomes(passed=TESTS_RUN)
     replayed.stdout.fnmatch_lines([exact(summary(replayed=TESTS_RUN))])
     clean_env.setenv("AGENT_SYSTEM", "Be brief.")
-    diverged = bare_dir.runpytest(*PLUGINS, "--junitxml=diverged.xml", "--blackbox-report=out/diverged.md")
+    diverged = bare_dir.runpytest(
+        *OTHER_PLUGINS_OFF, "--junitxml=diverged.xml", "--blackbox-report=out/diverged.md"
+    )
     diverged.assert_outcomes(failed=TESTS_RUN)
     diverged.stdout.fnmatch_lines(["blackbox: replay diverged at step 0, systemPrompt"] * TESTS_RUN)
     assert len(fake.requests) == 2 * TESTS_RUN  # neither replay reached the provider

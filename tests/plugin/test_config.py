@@ -14,8 +14,9 @@ from pytest_blackbox import Secrets
 from pytest_blackbox.plugin.config import Settings, resolve_settings
 from pytest_blackbox.plugin.decision import Decision
 from pytest_blackbox.plugin.testrun import _session_options
+from tests import OTHER_PLUGINS_OFF, QUIET
 
-from .conftest import INNER_INI, MARKER_USAGE, QUIET, Counted, exact, summary
+from .conftest import INNER_INI, MARKER_USAGE, Counted, exact, summary
 
 MISSING = (
     'blackbox: no cassette at cassettes/test_weather/test_weather.json, and record mode "none" only replays'
@@ -354,7 +355,7 @@ def test_help_shows_the_options_and_the_precedence(bare_dir: pytest.Pytester) ->
 def _settings(pytester: pytest.Pytester, marker: str, fixture: dict[str, Any], *args: str) -> Settings:
     pytester.makeini(INNER_INI)
     source = f"import pytest\n\n@pytest.mark.blackbox({marker})\ndef test_x():\n    pass\n"
-    module = pytester.getmodulecol(source, configargs=args)
+    module = pytester.getmodulecol(source, configargs=(*OTHER_PLUGINS_OFF, *args))
     [item] = pytester.genitems([module])
     return resolve_settings(item, fixture)
 
@@ -413,7 +414,7 @@ def test_drop_fields_from_the_command_line_add_to_the_tests_own(pytester: pytest
 
 def test_drop_fields_from_the_ini_are_one_per_line_or_comma_separated(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"{INNER_INI}blackbox_drop_fields =\n    x_groq, usage.queue_time\n    provider\n")
-    module = pytester.getmodulecol("def test_x():\n    pass\n")
+    module = pytester.getmodulecol("def test_x():\n    pass\n", configargs=OTHER_PLUGINS_OFF)
     [item] = pytester.genitems([module])
     assert resolve_settings(item).drop_fields == ("x_groq", "usage.queue_time", "provider")
 
@@ -439,7 +440,7 @@ def test_the_media_setting_follows_the_precedence(
 ) -> None:
     pytester.makeini(f"{INNER_INI}{ini}\n")
     source = f"import pytest\n\n@pytest.mark.blackbox({marker})\ndef test_x():\n    pass\n"
-    module = pytester.getmodulecol(source, configargs=args)
+    module = pytester.getmodulecol(source, configargs=(*OTHER_PLUGINS_OFF, *args))
     [item] = pytester.genitems([module])
     assert resolve_settings(item, fixture).media == expected
 

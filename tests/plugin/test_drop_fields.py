@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_blackbox.testing import Envelope, FakeProvider
+from tests import QUIET
 
-from .conftest import INNER_INI, QUIET, exact, summary
+from .conftest import INNER_INI, exact, summary
 
 AGENT = '''
 """A client of a local OpenAI-compatible server."""

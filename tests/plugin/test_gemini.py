@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 #: Imported once here, so in-process inner runs do not import it again; the legacy SDK run has no httpx2,
 #: so no google-genai either.

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 pytest.importorskip("google.genai", reason="google-genai is not installed (pip install google-genai)")
 
@@ -154,13 +155,14 @@ def fake(bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> Iterator[F
         yield provider
 
 
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_a_ci_run_with_no_key_replays_clients_built_at_any_time(
-    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider, xdist: tuple[str, ...]
+    bare_dir: pytest.Pytester, clean_env: pytest.MonkeyPatch, fake: FakeProvider
 ) -> None:
+    """Recorded once with the keys, in one process (recording is not what is checked); replayed with
+    none, in one process and under pytest-xdist, whose workers import the conftest and agent anew."""
     for name, key in KEYS.items():
         clean_env.setenv(name, key)
-    recorded = bare_dir.runpytest(*QUIET, *xdist, "--record-mode=once")
+    recorded = bare_dir.runpytest(*QUIET, "--record-mode=once")
     recorded.assert_outcomes(passed=4)
     recorded.stdout.fnmatch_lines([exact(summary(recorded=4))])
     assert len(fake.requests) == 12
@@ -168,11 +170,14 @@ def test_a_ci_run_with_no_key_replays_clients_built_at_any_time(
     for name in KEYS:
         clean_env.delenv(name)
     clean_env.setenv("CI", "true")
-    replayed = bare_dir.runpytest(*QUIET, *xdist)
-    replayed.assert_outcomes(passed=4)
-    replayed.stdout.fnmatch_lines([exact(summary(replayed=4))])
-    assert len(fake.requests) == 12  # nothing reached the provider
-    assert not [name for name in (*KEYS, "GOOGLE_API_KEY") if name in os.environ]  # placeholders taken back
+    for xdist in ((), ("-n", "2")):
+        replayed = bare_dir.runpytest(*QUIET, *xdist)
+        replayed.assert_outcomes(passed=4)
+        replayed.stdout.fnmatch_lines([exact(summary(replayed=4))])
+        assert len(fake.requests) == 12  # nothing reached the provider
+        assert not [
+            name for name in (*KEYS, "GOOGLE_API_KEY") if name in os.environ
+        ]  # placeholders taken back
 
 
 def test_live_mode_sets_no_placeholder(bare_dir: pytest.Pytester, fake: FakeProvider) -> None:

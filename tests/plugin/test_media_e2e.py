@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 SCREEN = bytes(range(256)) * 16
 ANSWER = "The screen shows a login form."

@@ -12,8 +12,9 @@ import pytest
 from pytest_blackbox.errors import OfflineRequestError
 from pytest_blackbox.plugin.sockets import CONNECT as CONNECT_TO
 from pytest_blackbox.plugin.sockets import SocketGuard, loopback_names
+from tests import QUIET
 
-from .conftest import INNER_INI, QUIET, Counted, exact, summary
+from .conftest import INNER_INI, Counted, exact, summary
 
 #: 192.0.2.0/24 is TEST-NET-1 (RFC 5737): documentation only, never routed.
 UNROUTED = "192.0.2.1"

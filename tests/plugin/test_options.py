@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import INNER_INI, MARKER_USAGE, QUIET, Suite, exact, summary
+from tests import QUIET
+
+from .conftest import INNER_INI, MARKER_USAGE, Suite, exact, summary
 
 LENIENT = """
 DEF test_lenient(blackbox, anthropic_options):

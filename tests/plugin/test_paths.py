@@ -19,8 +19,9 @@ from pytest_blackbox.plugin.paths import (
     safe_name,
     trace_id_for,
 )
+from tests import OTHER_PLUGINS_OFF, QUIET
 
-from .conftest import INNER_INI, QUIET, exact, summary
+from .conftest import INNER_INI, exact, summary
 
 XDIST = [pytest.param((), id="serial"), pytest.param(("-n", "2"), id="xdist")]
 JAPANESE = "天気" * 42 + "晴"  # 85 characters, 255 bytes in UTF-8
@@ -196,23 +197,22 @@ def test_a_selection_replays_the_cassettes_the_whole_run_recorded(
     """However a run picks tests (a node id, ``-k``, ``--deselect``, ``--lf``, under ``-n 2``), a test
     looks for the file the whole module's recording wrote: the others are gone, so any other path
     would fail with "no cassette"."""
-    plugins = ("-p", "no:hypothesispytest")  # the cache provider stays: ``--lf`` reads it
     bare_dir.makepyfile(test_cities=SELECTED_TESTS)
-    recorded = bare_dir.runpytest(*plugins, "--record-mode=once")
+    recorded = bare_dir.runpytest(*OTHER_PLUGINS_OFF, "--record-mode=once")
     recorded.assert_outcomes(passed=len(SELECTED_STEMS))
     folder = bare_dir.path / "cassettes" / "test_cities"
     files = {stem: folder / cassette_name(stem, SELECTED_COLLISIONS) for stem in SELECTED_STEMS}
     assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in files.values())
     if "--lf" in selection:
         clean_env.setenv("FAIL_CITY", "Lima")
-        failed = bare_dir.runpytest(*plugins)
+        failed = bare_dir.runpytest(*OTHER_PLUGINS_OFF)
         failed.assert_outcomes(passed=len(SELECTED_STEMS) - 1, failed=1)
         clean_env.delenv("FAIL_CITY")
     kept = {stem: files[stem].read_bytes() for stem in stems}
     for stem, path in files.items():
         if stem not in kept:
             path.unlink()
-    result = bare_dir.runpytest(*plugins, *selection)
+    result = bare_dir.runpytest(*OTHER_PLUGINS_OFF, *selection)
     result.assert_outcomes(passed=len(stems))
     result.stdout.fnmatch_lines([exact(summary(replayed=len(stems), checked=False))])
     assert {stem: files[stem].read_bytes() for stem in stems} == kept

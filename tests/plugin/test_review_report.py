@@ -1,4 +1,4 @@
-"""``--blackbox-report``: the markdown report of what a run re-recorded, serial and under pytest-xdist."""
+"""``--blackbox-report``: the markdown report of what a run re-recorded (under xdist: test_xdist.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Suite, exact, summary
+from .conftest import CHANGED, UNCHANGED, Suite, exact, summary
 
-UNCHANGED = "unchanged (the same run recorded again; the file was left as it was)."
-XDIST = pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["serial", "xdist"])
 FLAVORS = ("sync", "async")
 WEATHER_IN_OSLO = """
 @pytest.mark.blackbox
@@ -18,7 +16,6 @@ DEF test_weather(blackbox, anthropic_options):
     answer = AWAIT ask(blackbox, anthropic_options, "Oslo")
     assert answer.endswith(" in Oslo.")
 """
-CHANGED = "changed at step 0 model_input: messages[0].content"
 #: The run's summary line: per flavor, one cassette new, one changed and one unchanged.
 LINE = summary(recorded=4, unchanged=2)
 #: The report of that run.
@@ -40,7 +37,7 @@ REPORT = [
 
 def _re_record(suite: Suite, *args: str) -> pytest.RunResult:
     """Record three tests of each flavor, then record all again: one new, one changed, one unchanged
-    per flavor (both flavors in one inner run, which costs two worker start-ups under xdist)."""
+    per flavor (both flavors in one inner run)."""
     for flavor in FLAVORS:
         for name in ("test_weather", "test_other", "test_third"):
             replace(suite, flavor=flavor).write(name=f"{name}_{flavor}")
@@ -60,13 +57,13 @@ def test_the_report_lists_new_and_changed_cassettes_and_counts_unchanged(sync_su
     assert report.read_text(encoding="utf-8").splitlines() == REPORT
 
 
-@XDIST
-def test_github_appends_to_the_job_summary(sync_suite: Suite, xdist: tuple[str, ...], tmp_path: Path) -> None:
-    """Under xdist the controller writes the report from the summaries the workers sent."""
+def test_github_appends_to_the_job_summary(sync_suite: Suite, tmp_path: Path) -> None:
+    """Under xdist the controller writes the report from the summaries the workers sent: checked in
+    test_xdist.py, in its one inner run under ``-n 2``."""
     job_summary = tmp_path / "step-summary.md"
     job_summary.write_text("earlier step\n", encoding="utf-8")
     sync_suite.pytester._monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job_summary))
-    result = _re_record(sync_suite, *xdist, "--blackbox-report=github")
+    result = _re_record(sync_suite, "--blackbox-report=github")
     result.stdout.fnmatch_lines([exact(LINE), "*", exact(f"blackbox: report written to {job_summary}")])
     assert job_summary.read_text(encoding="utf-8").splitlines() == ["earlier step", *REPORT, ""]
 

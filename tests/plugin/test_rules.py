@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 from tests.machine import scaled
 
-from .conftest import MARKER_USAGE, QUIET, exact, summary
+from .conftest import MARKER_USAGE, exact, summary
 
 AGENT = '''
 """A one-tool Anthropic agent whose request carries a date, a token limit, a model and a contact."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import QUIET, Suite, exact, summary
+from tests import OTHER_PLUGINS_OFF, QUIET
+
+from .conftest import Suite, exact, summary
 
 TWO_TESTS = """
 @pytest.mark.blackbox
@@ -178,12 +180,11 @@ def test_last_failed_does_not_check_unused_cassettes(sync_suite: Suite) -> None:
     _recorded_pair(sync_suite)
     failing = "import pytest\n" + RENAMED.replace('result="kept")', 'result="kept")\n    assert 0')
     sync_suite.pytester.makepyfile(test_pair=failing)
-    with_cache = ("-p", "no:hypothesispytest")
-    first = sync_suite.pytester.runpytest(*with_cache, "--record-mode=once")
+    first = sync_suite.pytester.runpytest(*OTHER_PLUGINS_OFF, "--record-mode=once")
     first.assert_outcomes(passed=1, failed=1)
     first.stdout.fnmatch_lines([exact(summary(recorded=1, unused=1))])
     sync_suite.pytester.makepyfile(test_pair="import pytest\n" + RENAMED)
-    rerun = sync_suite.pytester.runpytest(*with_cache, "--lf")
+    rerun = sync_suite.pytester.runpytest(*OTHER_PLUGINS_OFF, "--lf")
     rerun.assert_outcomes(passed=1)
     rerun.stdout.fnmatch_lines([exact(summary(replayed=1, checked=False))])
 

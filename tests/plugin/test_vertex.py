@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_blackbox.testing import FakeProvider
+from tests import QUIET
 
-from .conftest import QUIET, exact, summary
+from .conftest import exact, summary
 
 TOKEN = "ya29.vertex-plugin-token-0123456789abcdef"
 

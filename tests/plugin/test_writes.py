@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-from .conftest import QUIET, Counted, exact, summary
+from tests import QUIET
+
+from .conftest import Counted, exact, summary
 
 WRITING_MODES = ["once", "all", "rewrite", "new_episodes"]
 #: Root writes through permission bits; without these two capabilities it meets them as a user does.

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
 
-from .conftest import ASK, HEADER, WEATHER_TEST, Suite, exact, summary
+from .conftest import ASK, CHANGED, HEADER, UNCHANGED, WEATHER_TEST, Suite, exact, summary
 
 FLAVORS = ("sync", "async")
 
@@ -118,48 +118,86 @@ def test_record_then_replay(sync_suite: Suite) -> None:
 IN_PARIS = WEATHER_TEST.replace("city()", '"Paris"')
 
 
-def test_record_replay_and_re_record_under_xdist(sync_suite: Suite) -> None:
-    """A cassette's life under ``-n 2``: recorded, replayed, recorded again with ``rewrite`` (two runs
-    unchanged, two changed) and with ``all``. Both flavors in each inner run: each run costs two
-    worker start-ups, so one run checks what test_modes.py checks serially for each flavor."""
-    same = {flavor: f"test_same_{flavor}" for flavor in FLAVORS}
-    changed = {flavor: f"test_changed_{flavor}" for flavor in FLAVORS}
-    for flavor in FLAVORS:
-        replace(sync_suite, flavor=flavor).write(name=same[flavor], body=IN_PARIS)
-        replace(sync_suite, flavor=flavor).write(name=changed[flavor])
-    modules = [*same.values(), *changed.values()]
-    recorded = sync_suite.run("-n", "2", "--record-mode=once")
-    recorded.assert_outcomes(passed=4)
-    recorded.stdout.fnmatch_lines([exact(summary(recorded=4))])
-    replayed = sync_suite.run("-n", "2")
-    replayed.assert_outcomes(passed=4)
-    replayed.stdout.fnmatch_lines([exact(summary(replayed=4))])
-    old = {module: sync_suite.load(module) for module in changed.values()}
-    kept = {module: sync_suite.cassette(module).read_bytes() for module in same.values()}
+def _in_mode(body: str, mode: str) -> str:
+    """The test with its record mode on its marker, so modules in different modes share one run."""
+    return body.replace("@pytest.mark.blackbox", f'@pytest.mark.blackbox(record_mode="{mode}")')
 
+
+#: Each stage of a cassette's life as a module per flavor: (module stem, body, recorded beforehand).
+STAGES = [
+    ("test_new", _in_mode(WEATHER_TEST, "once"), False),
+    ("test_kept", IN_PARIS, True),
+    ("test_same", _in_mode(IN_PARIS, "rewrite"), True),
+    ("test_changed", _in_mode(WEATHER_TEST, "rewrite"), True),
+    ("test_all", _in_mode(IN_PARIS, "all"), True),
+]
+
+
+def test_record_replay_and_re_record_under_xdist(sync_suite: Suite) -> None:
+    """A cassette's life under ``-n 2``: recorded (``once``), replayed, recorded again with ``rewrite``
+    (unchanged, and changed) and with ``all`` (unchanged). Each stage is a module per flavor whose
+    marker names its record mode, so one inner run under xdist (two worker start-ups) holds them all;
+    it checks what test_modes.py checks serially for each flavor. The controller writes the
+    ``--blackbox-report=github`` report from the summaries the workers sent (test_review_report.py
+    checks it in one process)."""
+    modules = {stem: [f"{stem}_{flavor}" for flavor in FLAVORS] for stem, _, _ in STAGES}
+
+    def write(stem: str, body: str) -> None:
+        for flavor in FLAVORS:
+            replace(sync_suite, flavor=flavor).write(name=f"{stem}_{flavor}", body=body)
+
+    for stem, body, before in STAGES:
+        if before:
+            write(stem, body)
+    sync_suite.run("--record-mode=once").assert_outcomes(passed=8)  # one process: not what is checked
+    write(*STAGES[0][:2])
+    old = {module: sync_suite.load(module) for module in modules["test_changed"]}
+    kept = {
+        module: sync_suite.cassette(module).read_bytes()
+        for stem in ("test_kept", "test_same", "test_all")
+        for module in modules[stem]
+    }
+
+    job_summary = sync_suite.pytester.path / "step-summary.md"
+    job_summary.write_text("earlier step\n", encoding="utf-8")
+    sync_suite.pytester._monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job_summary))
     sync_suite.pytester._monkeypatch.setenv("WEATHER_CITY", "Oslo")
-    rewritten = sync_suite.run("-n", "2", "--record-mode=rewrite")
-    rewritten.assert_outcomes(passed=4)
+    result = sync_suite.run("-n", "2", "--blackbox-report=github")
+    result.assert_outcomes(passed=10)
+    line = summary(replayed=2, recorded=4, unchanged=4)
     where = "(step 0 model_input: messages[0].content)"
-    rewritten.stdout.fnmatch_lines(
+    result.stdout.fnmatch_lines(
         [
-            exact(summary(recorded=2, unchanged=2)),
+            exact(line),
             *[exact(f"  changed: cassettes/{module}/test_weather.json {where}") for module in sorted(old)],
+            exact(f"blackbox: report written to {job_summary}"),
         ],
         consecutive=True,
     )
+    assert job_summary.read_text(encoding="utf-8").splitlines() == [
+        "earlier step",
+        "### blackbox: re-recorded cassettes",
+        "",
+        f"`{line}`",
+        "",
+        f"8 re-recorded: 2 new, 2 changed, 4 {UNCHANGED}",
+        "",
+        "| Cassette | What happened |",
+        "| --- | --- |",
+        *[f"| `cassettes/{module}/test_weather.json` | {CHANGED} |" for module in sorted(old)],
+        *[f"| `cassettes/{module}/test_weather.json` | new |" for module in sorted(modules["test_new"])],
+        "",
+    ]
+    result.stdout.fnmatch_lines(["created: 2/2 workers"])
     assert {module: sync_suite.cassette(module).read_bytes() for module in kept} == kept
     for module, before in old.items():
         new = sync_suite.load(module)
         assert new["steps"][0]["payload"]["messages"][0]["content"] == "What is the weather in Oslo?"
         assert new["steps"][0]["hash"] != before["steps"][0]["hash"]
+    for module in modules["test_new"]:
+        assert sync_suite.load(module)["steps"][0]["payload"]["messages"][0]["content"] == (
+            "What is the weather in Oslo?"
+        )
+    for module in [module for stem in modules.values() for module in stem]:
         assert verify_trace(sync_suite.cassette(module)).ok
-
-    kept = {module: sync_suite.cassette(module).read_bytes() for module in modules}
-    again = sync_suite.run("-n", "2", "--record-mode=all")
-    again.assert_outcomes(passed=4)
-    again.stdout.fnmatch_lines([exact(summary(unchanged=4))])
-    assert not any(line.startswith("  changed:") for line in again.stdout.lines)
-    assert {module: sync_suite.cassette(module).read_bytes() for module in modules} == kept
-    for module in modules:
         assert [p.name for p in sync_suite.cassette(module).parent.iterdir()] == ["test_weather.json"]

@@ -7,10 +7,13 @@ replays the earlier vectors of its session on a fresh map before its own check.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
+from pytest_blackbox import providers
 from pytest_blackbox.errors import BlackboxUnsupportedError
 from pytest_blackbox.providers import (
     CallIds,
@@ -154,6 +157,29 @@ def test_provider_names() -> None:
         "openai_chat",
         "openai_responses",
     )
+
+
+def test_every_route_is_answered_by_the_module_of_its_name() -> None:
+    assert list(providers.PROVIDERS) == list(providers.ROUTES)
+    assert all(name == module.NAME for name, module in providers.PROVIDERS.items())
+
+
+#: Run in a fresh interpreter: which protocol modules answering an Anthropic path imports.
+_FIRST_CALL = """
+import sys
+from pytest_blackbox import providers
+assert providers.provider_for_path("/v1/messages").NAME == "anthropic"
+print(" ".join(sorted(name for name in sys.modules if name.startswith("pytest_blackbox.providers."))))
+"""
+
+
+def test_a_protocol_module_is_imported_by_its_first_call_only() -> None:
+    """A suite that replays Anthropic calls never loads the other protocols' code."""
+    done = subprocess.run([sys.executable, "-c", _FIRST_CALL], capture_output=True, text=True, check=True)
+    loaded = done.stdout.split()
+    assert "pytest_blackbox.providers.anthropic" in loaded
+    others = [name for name in providers.ROUTES if name != "anthropic"]
+    assert [name for name in loaded if name.rpartition(".")[2] in others or ".gemini." in name] == []
 
 
 def test_the_superseded_vectors_are_the_stream_refusals() -> None:

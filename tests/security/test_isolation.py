@@ -29,6 +29,7 @@ from pytest_blackbox.errors import OfflineRequestError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
+from tests import QUIET
 from tests.agents.lookup import Lookup, record, run_agent
 from tests.conftest import NetworkGuard, NetworkUsed
 
@@ -112,7 +113,7 @@ def test_the_weather_example_replays_with_no_socket(
         shutil.copy(EXAMPLE / name, pytester.path / name)
     shutil.copytree(EXAMPLE / "cassettes", pytester.path / "cassettes")
     network_guard.block()
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    result = pytester.runpytest(*QUIET)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [

@@ -19,6 +19,7 @@ import pytest
 
 import pytest_blackbox.plugin.testrun  # noqa: F401  (the same, for the session, respx and the providers)
 from pytest_blackbox.analysis.jsondiff import first_difference, format_path
+from tests import QUIET
 from tests.conftest import cli_outputs
 
 from .conftest import ANTHROPIC_KEY, LITERAL_KEY, OPENAI_KEY
@@ -117,9 +118,7 @@ def run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str, *args: str
 ) -> pytest.RunResult:
     monkeypatch.setenv("PLANTED_WHERE", where)
-    return pytester.runpytest(
-        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--junitxml=junit.xml", *args
-    )
+    return pytester.runpytest(*QUIET, "--junitxml=junit.xml", *args)
 
 
 def leaks(text: str) -> bool:

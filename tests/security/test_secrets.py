@@ -30,7 +30,7 @@ from pytest_blackbox.errors import BlackboxError, ReplayDivergenceError, SecretL
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace, save_trace
 from pytest_blackbox.trace.recorder import TraceRecorder
-from tests import TEST_KEYS, VECTORS
+from tests import QUIET, TEST_KEYS, VECTORS
 from tests.agents import PROGRAM
 from tests.agents.lookup import DEFAULT_TURNS, FINAL, Lookup, record, run_agent, script
 from tests.machine import scaled
@@ -350,7 +350,7 @@ def test_the_plugin_never_writes_or_prints_the_key(
 
     def run(where: str, *args: str) -> pytest.RunResult:
         monkeypatch.setenv("PLANTED_WHERE", where)
-        result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args)
+        result = pytester.runpytest(*QUIET, *args)
         outputs.append(result.stdout.str() + result.stderr.str())
         return result
 

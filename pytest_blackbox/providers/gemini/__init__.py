@@ -14,7 +14,7 @@ history call without an ``id`` is found by the messages before it, which are tha
 replay hands every call its ``call-N`` as the ``id``; function responses without one (automatic
 function calling sends none) answer the calls of the model turn before them by name, in order.
 
-This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
+This package is the protocol's one face (its name and the verbs every provider module has);
 the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses and
 streams → ``model_output``), ``synthesis`` (what a replay sends), and ``parts`` (the contents and
 parts both directions read).
@@ -46,14 +46,8 @@ if TYPE_CHECKING:
 
 NAME: Final = "gemini"
 
-#: ``…/models/{model}:generateContent`` (or ``tunedModels/…``) and its streaming twin. Vertex AI's
-#: ``…/projects/{p}/locations/{l}/publishers/google/models/{model}:…`` matches too: the same protocol
-#: on another road (``providers.vertex``), recorded and compared alike.
-ROUTE: Final = r"/(?:models|tunedModels)/[^/:]+:(?:generateContent|streamGenerateContent)$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "contents"
-#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
-SIDE_ROUTES: Final[dict[str, str]] = {"models.count_tokens": r"/(?:models|tunedModels)/[^/:]+:countTokens$"}
 #: The same path, read: the model resource and the method.
 PATH: Final = re.compile(r"/((?:models|tunedModels)/[^/:]+):(generateContent|streamGenerateContent)$")
 

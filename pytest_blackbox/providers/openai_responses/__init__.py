@@ -13,7 +13,7 @@ responses are refused: the cassette could not hold what they stand for. Provider
 tools' items become ``server_tool_use`` parts and ``output_text`` annotations citations
 (``responses_content``).
 
-This package is the protocol's one face (its ``ROUTE`` and the verbs every provider module has);
+This package is the protocol's one face (its name and the verbs every provider module has);
 the work is split by role: ``request`` (requests → ``model_input``), ``response`` (responses →
 ``model_output``), ``synthesis`` (the response a replay returns) and ``stream`` (event streams, both
 collected while recording and served by a replay).
@@ -34,9 +34,5 @@ from .stream import synthesize_stream as synthesize_stream
 from .synthesis import synthesize_response as synthesize_response
 
 NAME: Final = "openai_responses"
-#: The Responses endpoint, under any base URL; its sub-resources (``/responses/{id}``) are not model calls.
-ROUTE: Final = r"/responses$"
 #: The request field that carries the conversation so far (it grows by a few items per call).
 HISTORY: Final = "input"
-#: The SDK's side calls of this API (not model calls): refused, see ``providers.side_call_of``.
-SIDE_ROUTES: Final[dict[str, str]] = {"responses.input_tokens.count": r"/responses/input_tokens$"}
