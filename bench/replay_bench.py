@@ -36,10 +36,13 @@ check of the file (parse, schema, hash chain; keyed by the file's SHA-256): the 
 is what the first replay of a cassette adds on top. The floor is mostly the SDK's own work, which
 every variant pays, so "vcrpy / floor" bounds how much faster than vcrpy any replay could be.
 ``--ints`` keeps every tool value integral (see ``SCORE_SCALE``). ``--profile`` prints the top of a
-cProfile of the Blackbox replay batch.
+cProfile of the Blackbox replay batch. ``--own`` also prints the CPU time spent inside pytest-blackbox's
+entry points during a replay batch (``OWN``: the intercepted model calls, the wrapped tools, the
+session's start and finish), the best of ``--repeat`` batches: the part of "over the floor" that is
+blackbox's own work, which moves far less with the machine's load than the difference of two batches.
 
 Run: ``python bench/replay_bench.py [--calls 10,50,200] [--budget 1000] [--live-budget 300] [--repeat 5]
-[--ints] [--profile] [--clock cpu|wall] [--roads]``.
+[--ints] [--profile] [--own] [--clock cpu|wall] [--roads]``.
 """
 
 from __future__ import annotations
@@ -64,7 +67,10 @@ import roads
 import vcr  # type: ignore[import-untyped]
 
 from pytest_blackbox import blackbox
+from pytest_blackbox.engine.session import Session
+from pytest_blackbox.engine.tools import ToolPort
 from pytest_blackbox.interception import Forward, Interceptor, ModelRequest, Reply
+from pytest_blackbox.interception.transport import InterceptTransport
 from pytest_blackbox.providers import ROUTES
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.io import load_trace
@@ -212,6 +218,52 @@ class Results:
     plain: float
     recorded: float
     cassette_bytes: int
+    #: ``--own``: CPU seconds inside pytest-blackbox per part, in the best replay batch.
+    own: dict[str, float] | None = None
+
+
+#: pytest-blackbox's entry points in a replay (``--own``), none called from inside another: the
+#: client's transport (a whole model call: parse, normalize, compare, answer), a wrapped tool's call,
+#: and a session's life.
+OWN: tuple[tuple[type, str, str], ...] = (
+    (InterceptTransport, "handle_request", "model calls"),
+    (ToolPort, "run", "wrapped tools"),
+    (Session, "__init__", "session"),
+    (Session, "start", "session"),
+    (Session, "finish", "session"),
+    (Session, "__exit__", "session"),
+)
+
+
+def own_time(repeat: int, batch: Callable[[], object]) -> dict[str, float]:
+    """The CPU time spent inside the ``OWN`` entry points during ``batch``, in the best of ``repeat``."""
+    spent: dict[str, float] = {}
+
+    def timed(original: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - start
+
+        return wrapper
+
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in OWN]
+    for (owner, name, label), (_, _, original) in zip(OWN, originals, strict=True):
+        setattr(owner, name, timed(original, label))
+    best: dict[str, float] | None = None
+    try:
+        for _ in range(repeat):
+            spent.clear()
+            gc.collect()
+            batch()
+            if best is None or sum(spent.values()) < sum(best.values()):
+                best = dict(spent)
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    return best or {}
 
 
 def interleaved(repeat: int, batches: dict[str, Callable[[], object]]) -> dict[str, float]:
@@ -251,6 +303,7 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int
             "recorded": live(fake, client, live_runs, work / "rec.json"),
         },
     )
+    own = own_time(args.repeat, blackbox_replay(cassette, client, runs)) if args.own else None
     if args.profile:
         profile(blackbox_replay(cassette, client, runs))
         profile(live(fake, client, live_runs, work / "rec.json"))
@@ -266,6 +319,7 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int
         lives["plain"],
         lives["recorded"],
         cassette.stat().st_size,
+        own,
     )
 
 
@@ -334,6 +388,9 @@ def main() -> None:
     parser.add_argument("--live-budget", type=int, default=300, help="model calls per live batch")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--own", action="store_true", help="also the CPU time inside pytest-blackbox during a replay (OWN)"
+    )
     parser.add_argument("--ints", action="store_true", help="integral tool values only (see SCORE_SCALE)")
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="cpu", help="time batches by CPU time (default) or wall"
@@ -403,6 +460,9 @@ def report(r: Results) -> None:
     print(ratio_line("vcrpy / blackbox", r.vcr / r.ours, TARGET_VCR, at_most=False))
     print(f"  vcrpy / floor     {r.vcr / r.floor:8.2f}x  (no replay tool can be faster than the floor)")
     print(f"  a cassette's first (cold) load: {r.cold_load * 1e3:.1f} ms; later sessions reuse the check")
+    if r.own is not None:
+        parts = ", ".join(f"{label} {seconds * 1e6 / calls:.0f}" for label, seconds in r.own.items())
+        print(f"  inside pytest-blackbox: {sum(r.own.values()) * 1e6 / calls:.0f} µs/call ({parts})")
     print(f"record, {r.live_runs} live runs x {r.calls} model calls against the fake provider (best batch):")
     added = (r.recorded - r.plain) * 1e3 / r.live_runs
     print(f"  live, recorded    {r.recorded * 1e3:8.1f} ms  ({added:.1f} ms added per run, writing included)")
@@ -412,13 +472,19 @@ def report(r: Results) -> None:
 
 
 def summary(results: list[Results]) -> None:
-    """One table of every length: the issue's figures side by side."""
-    print("calls | µs/call over floor | blackbox/floor | vcrpy/blackbox | recorded/plain | bytes/call")
+    """One table of every length: the issue's figures side by side (with ``--own``, blackbox's own
+    CPU time per call as a last column)."""
+    own = all(r.own is not None for r in results)
+    print(
+        "calls | µs/call over floor | blackbox/floor | vcrpy/blackbox | recorded/plain | bytes/call"
+        + (" | own µs/call" if own else "")
+    )
     for r in results:
         above = (r.ours - r.floor) * 1e6 / (r.runs * r.calls)
+        inside = f" | {sum(r.own.values()) * 1e6 / (r.runs * r.calls):11.0f}" if own and r.own else ""
         print(
             f"{r.calls:5} | {above:+18.0f} | {r.ours / r.floor:13.2f}x | {r.vcr / r.ours:13.2f}x | "
-            f"{r.recorded / r.plain:13.2f}x | {r.cassette_bytes // r.calls:10,}"
+            f"{r.recorded / r.plain:13.2f}x | {r.cassette_bytes // r.calls:10,}{inside}"
         )
 
 
