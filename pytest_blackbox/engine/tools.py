@@ -79,12 +79,14 @@ def _identity_encoder() -> Callable[[Any], str]:
     request again. Without circular-reference markers, a value that contains itself fails with
     ``RecursionError`` rather than ``ValueError``: either way it has no JSON form.
     """
+    plain = json.JSONEncoder(sort_keys=True, allow_nan=False).encode
     make: Any = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # an interpreter without the C accelerator
-        return json.JSONEncoder(sort_keys=True, allow_nan=False).encode
-    chunks = make(
-        None, _no_json_form, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, False
-    )
+    try:  # a private constructor: an interpreter without it, or with other arguments, keeps ``plain``
+        chunks = make(
+            None, _no_json_form, json.encoder.encode_basestring_ascii, None, ": ", ", ", True, False, False
+        )
+    except TypeError:
+        return plain
     return lambda value: "".join(chunks(value, 0))
 
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import anthropic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_blackbox.engine.session import Session, blackbox
-from pytest_blackbox.engine.tools import tool_input_of
+from pytest_blackbox.engine.tools import identity_text, tool_input_of
 from pytest_blackbox.errors import BlackboxUnsupportedError, RecordedToolError
 from pytest_blackbox.testing.fake_provider import FakeProvider
 from pytest_blackbox.trace.io import load_trace
@@ -307,3 +309,24 @@ def test_every_kind_of_callable_keeps_its_nature(tmp_path: Path, kind: str) -> N
         "hi",
     ]
     assert call(blackbox(mode="replay", cassette=path)) == "hi"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+def test_identity_text_is_the_sorted_encoders_text(value: Any) -> None:
+    """The reused C encoder writes what ``json.JSONEncoder(sort_keys=True, allow_nan=False)`` does."""
+    assert identity_text(value) == json.JSONEncoder(sort_keys=True, allow_nan=False).encode(value)
+
+
+def test_identity_text_of_what_has_no_json_form() -> None:
+    looped: list[Any] = []
+    looped.append(looped)
+    for value in (math.nan, {"x": math.inf}, looped, object(), {"at": {1, 2}}):
+        assert identity_text(value) is None, value
