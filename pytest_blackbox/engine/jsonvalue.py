@@ -30,7 +30,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import BlackboxUnsupportedError
-from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_keys, js_number, nested_too_deeply
+from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_keys, js_number
 from ..trace.errors import CanonicalJSONError
 
 __all__ = ["to_json_value"]
@@ -70,25 +70,27 @@ def _int(value: int, where: str) -> int | float:
     return int(value) if abs(value) <= _SAFE else float(value)
 
 
-def _dataclass(value: Any, where: str) -> dict[str, Any]:
+def _dataclass(value: Any, where: str, level: int) -> dict[str, Any]:
     """Field by field, not ``dataclasses.asdict``: that deep-copies every field first, so a field that
     cannot be copied (a lock, a client) would fail with a ``TypeError`` instead of a refusal. A refused
     field is named by its path (``RunContext.model in …``), since its own type may say little."""
+    if level >= _VALUE_NESTING:
+        raise _TooDeep
     name = type(value).__name__
     return {
-        field.name: _convert(getattr(value, field.name), f"{name}.{field.name} in {where}")
+        field.name: _convert(getattr(value, field.name), f"{name}.{field.name} in {where}", level + 1)
         for field in dataclasses.fields(value)
     }
 
 
-def _convert_known(value: Any, where: str) -> Any:
-    """Objects that have one obvious JSON form."""
+def _convert_known(value: Any, where: str, level: int) -> Any:
+    """Objects that have one obvious JSON form (at nesting ``level``, as the JSON form they become)."""
     if hasattr(value, "model_dump") and callable(value.model_dump):
-        return _convert(value.model_dump(mode="json"), where)
+        return _convert(value.model_dump(mode="json"), where, level)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _dataclass(value, where)
+        return _dataclass(value, where, level)
     if isinstance(value, enum.Enum):
-        return _convert(value.value, where)
+        return _convert(value.value, where, level)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, (uuid.UUID, PurePath)):
@@ -100,22 +102,27 @@ def _convert_known(value: Any, where: str) -> Any:
 _VALUE_NESTING = MAX_NESTING - 3
 
 
+class _TooDeep(Exception):
+    """A container nested deeper than a tool value may be (``_VALUE_NESTING``)."""
+
+
 def to_json_value(value: Any, where: str = "a tool value") -> Any:
     """Convert ``value`` to plain JSON data in the cassette's key order, or refuse it; a value nested so
     deep that its step would break the cassette's nesting limit is refused while recording, since
-    verify, loading and replay would refuse the cassette."""
+    verify, loading and replay would refuse the cassette.
+
+    The nesting is counted while converting, as ``nested_too_deeply`` counts it, so the value is walked
+    once; a value that contains itself is refused the same way when it reaches the limit.
+    """
     try:
-        converted = _convert(value, where)
-    except RecursionError:
-        converted = None
-    else:
-        if not nested_too_deeply(converted, _VALUE_NESTING):
-            return converted
-    raise BlackboxUnsupportedError(f"{where} is {TOO_DEEP}")
+        return _convert(value, where, 0)
+    except (_TooDeep, RecursionError):
+        raise BlackboxUnsupportedError(f"{where} is {TOO_DEEP}") from None
 
 
-def _convert(value: Any, where: str) -> Any:
-    """Convert ``value`` to plain JSON data, or refuse it.
+def _convert(value: Any, where: str, level: int) -> Any:
+    """Convert ``value``, a container at nesting ``level`` (0: the whole value), to plain JSON data, or
+    refuse it.
 
     Object keys keep their insertion order, except that array-index keys (``"2024"``) come first in
     ascending order, as JavaScript orders them and a cassette stores them: the value recording hands
@@ -132,16 +139,25 @@ def _convert(value: Any, where: str) -> Any:
         return _int(value, where)
     if isinstance(value, float):
         return _number(float(value), where)
+    if isinstance(value, (dict, list, tuple)) and level >= _VALUE_NESTING:
+        raise _TooDeep
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _refuse(key, f"the keys of {where}", "JSON object keys are strings")
-            out[key] = _convert(item, where)
-        if not any(key[:1].isdigit() for key in out):  # no key can be an array index
-            return out
-        keys = js_keys(out)
-        return out if keys == list(out) else {key: out[key] for key in keys}
+        return _object(value, where, level + 1)
     if isinstance(value, (list, tuple)):
-        return [_convert(item, where) for item in value]
-    return _convert_known(value, where)
+        return [_convert(item, where, level + 1) for item in value]
+    return _convert_known(value, where, level)
+
+
+def _object(value: dict[Any, Any], where: str, below: int) -> dict[str, Any]:
+    """A dict's JSON object (its items at nesting level ``below``), array-index keys first."""
+    out: dict[str, Any] = {}
+    indexed = False  # whether a key can be an array index
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise _refuse(key, f"the keys of {where}", "JSON object keys are strings")
+        indexed = indexed or key[:1].isdigit()
+        out[key] = _convert(item, where, below)
+    if not indexed:
+        return out
+    keys = js_keys(out)
+    return out if keys == list(out) else {key: out[key] for key in keys}

@@ -23,7 +23,7 @@ from ..trace.payloads import model_output_text, tool_calls_of
 from .jsonvalue import to_json_value
 from .tools import is_async_callable, tool_input_of
 
-__all__ = ["AgentRun", "ModelCall", "ToolCall", "ToolLog", "model_calls_of"]
+__all__ = ["AgentRun", "ModelCall", "ToolCall", "ToolLog", "error_text", "model_calls_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -111,43 +111,50 @@ class ToolLog:
         with self._lock:
             return tuple(call for call in self._slots if call is not None)
 
-    def _start(self) -> int:
+    def start(self) -> int:
+        """Keep the place of a call that started and has not ended yet (shown once it ends)."""
         with self._lock:
             self._slots.append(None)
             return len(self._slots) - 1
 
-    def _end(self, slot: int, call: ToolCall) -> None:
+    def end(self, slot: int, call: ToolCall) -> None:
         with self._lock:
             self._slots[slot] = call
 
-    def observe(self, name: str, fn: Callable[..., Any], wrapped: F) -> F:
-        """``wrapped`` (the session's wrapper of ``fn``), noting each call that returns or raises."""
-        if is_async_callable(wrapped):
+    def add(self, call: ToolCall) -> None:
+        """A call that started and ended at once (answered from the cassette)."""
+        with self._lock:
+            self._slots.append(call)
 
-            @functools.wraps(wrapped)
+    def observe(self, name: str, fn: F) -> F:
+        """``fn`` itself, noting each call that returns or raises: the tools of a session that is off
+        (a wrapped tool's calls are noted by its session, which has their input converted already)."""
+        if is_async_callable(fn):
+
+            @functools.wraps(fn)
             async def async_observed(*args: Any, **kwargs: Any) -> Any:
                 __tracebackhide__ = True
-                slot = self._start()
+                slot = self.start()
                 try:
-                    result = await wrapped(*args, **kwargs)
+                    result = await fn(*args, **kwargs)
                 except Exception as exc:
                     self._failed(slot, name, fn, args, kwargs, exc)
                     raise
-                self._end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
+                self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
                 return result
 
             return async_observed  # type: ignore[return-value]
 
-        @functools.wraps(wrapped)
+        @functools.wraps(fn)
         def observed(*args: Any, **kwargs: Any) -> Any:
             __tracebackhide__ = True
-            slot = self._start()
+            slot = self.start()
             try:
-                result = wrapped(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except Exception as exc:
                 self._failed(slot, name, fn, args, kwargs, exc)
                 raise
-            self._end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
+            self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
             return result
 
         return observed  # type: ignore[return-value]
@@ -163,9 +170,12 @@ class ToolLog:
     ) -> None:
         """The tool's own error is a call; the session refusing it (a divergence) is not."""
         if not isinstance(exc, BlackboxError):
-            self._end(
-                slot, ToolCall(name, _input(name, fn, args, kwargs), error=str(exc) or type(exc).__name__)
-            )
+            self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), error=error_text(exc)))
+
+
+def error_text(error: BaseException) -> str:
+    """How a call that raised shows its error: the message, else the exception's type."""
+    return str(error) or type(error).__name__
 
 
 def _input(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

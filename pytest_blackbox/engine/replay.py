@@ -244,7 +244,10 @@ class ReplayCursor:
         thread made last) first: equal arguments anywhere, then the name alone.
         """
         rounds = [] if self.pre_settled else [self.run.pre]
-        rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
+        if len(self._open) == 1:  # a sequential run's one open round
+            rounds += [turn.pairs for turn in self._open]
+        else:
+            rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
         unclaimed = [p for pairs in rounds for p in pairs if not p.claimed]
         named = [p for p in unclaimed if p.name == name]
         view = self.compare.tool_view(name, tool_input)

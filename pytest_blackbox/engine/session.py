@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, RecordedToolError
@@ -41,7 +41,7 @@ from .ending import (
 from .google_auth import answer_placeholder_refresh
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
-from .observed import AgentRun, ToolLog
+from .observed import AgentRun, ToolCall, ToolLog, error_text
 from .options import SessionOptions, resolve_options
 from .recording import ToolInvocation
 from .rules import Redactor
@@ -245,8 +245,9 @@ class Session:
         """Wrap one tool under the name the model uses for it."""
         if not isinstance(name, str) or not name:
             raise BlackboxUsageError("a tool name must be a non-empty string")
-        wrapped = fn if self.mode == "off" else wrap_tool(self._tool_port, name, fn)
-        return self.tool_log.observe(name, fn, wrapped)
+        if self.mode == "off":
+            return self.tool_log.observe(name, fn)
+        return wrap_tool(self._tool_port, name, fn)
 
     @property
     def run(self) -> AgentRun:
@@ -255,34 +256,50 @@ class Session:
             status = self.report.status if self.report is not None else None
             return AgentRun(tuple(self._dispatch.model_calls()), self.tool_log.calls(), status)
 
-    def _begin_tool(self, name: str, tool_input: Any) -> Answered | ToolInvocation:
-        """Answer from the cassette (replay) or register a real run (record); refusals come first."""
+    def _begin_tool(self, name: str, tool_input: Any) -> Answered | _RunningTool:
+        """Answer from the cassette (replay) or register a real run (record); refusals come first.
+
+        The call is noted in ``tool_log`` with its input as converted here (a refused call is not)."""
         __tracebackhide__ = True
         with self._lock:
             try:
                 self._refuse_if_ended(f"`{name}` was not run")
                 tool_input = to_json_value(tool_input, f"the arguments of tool {name}")
-                return self._dispatch.begin_tool(name, tool_input)
+                begun = self._dispatch.begin_tool(name, tool_input)
             except BlackboxError as exc:
                 raise _clean(self._refuse_call(exc)) from None
             except RecordedToolError as exc:
+                self.tool_log.add(ToolCall(name, tool_input, error=error_text(exc)))
                 raise _clean(exc) from None
+            if isinstance(begun, Answered):
+                self.tool_log.add(ToolCall(name, tool_input, begun.value))
+                return begun
+            return _RunningTool(begun, self.tool_log.start(), name, tool_input)
 
-    def _end_tool(self, pending: ToolInvocation, result: Any, error: BaseException | None) -> Any:
+    def _end_tool(self, running: _RunningTool, result: Any, error: BaseException | None) -> Any:
         with self._lock:
             recording = self._dispatch.recording
             assert recording is not None
-            message = None if error is None else self._mask(str(error) or type(error).__name__)
+            message = None if error is None else self._mask(error_text(error))
             try:
-                return recording.end_tool(pending, result, message)
+                value = recording.end_tool(running.invocation, result, message)
             except BlackboxError as exc:
                 raise _clean(self._fail(exc)) from None
+            name, tool_input = running.name, running.tool_input
+            call = (
+                ToolCall(name, tool_input, value)
+                if error is None
+                else ToolCall(name, tool_input, error=error_text(error))
+            )
+            self.tool_log.end(running.slot, call)
+            return value
 
-    def _abandon_tool(self, pending: ToolInvocation) -> None:
+    def _abandon_tool(self, running: _RunningTool) -> None:
+        """A tool cancelled or interrupted: it leaves no steps, and no call in ``tool_log``."""
         with self._lock:
             recording = self._dispatch.recording
             assert recording is not None
-            recording.abandon_tool(pending)
+            recording.abandon_tool(running.invocation)
 
     # -- ending ----------------------------------------------------------------------------------
 
@@ -349,6 +366,16 @@ class Session:
 
     def _write_report(self, error: BaseException | None) -> None:
         report_to_launcher(self.options.report_path, self.report, self.mode, error, self._mask)
+
+
+class _RunningTool(NamedTuple):
+    """A wrapped tool running for real (recorded): the recording's invocation, its place in the
+    session's ``tool_log``, and its name and input as noted there (before any redaction)."""
+
+    invocation: ToolInvocation
+    slot: int
+    name: str
+    tool_input: Any
 
 
 #: Sessions whose interception is on; finished ones stay here until stopped.
