@@ -68,6 +68,14 @@ def _patch_aiohttp() -> None:
         return
     session_class: Any = importlib.import_module("aiohttp").ClientSession
     original = session_class._request
+    session_class._request = _patched(original)
+    _undo.append(lambda: setattr(session_class, "_request", original))
+
+
+@functools.lru_cache(maxsize=4)
+def _patched(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``ClientSession._request`` deciding on each request first; made once per original, since every
+    session of a test run patches and unpatches it."""
 
     @functools.wraps(original)
     async def _request(self: Any, method: str, str_or_url: Any, *args: Any, **kwargs: Any) -> Any:
@@ -84,8 +92,7 @@ def _patch_aiohttp() -> None:
         await _raise_for_status(self, response, kwargs)
         return response
 
-    session_class._request = _request
-    _undo.append(lambda: setattr(session_class, "_request", original))
+    return _request
 
 
 async def _decision(request: httpx.Request) -> Reply | Forward | None:

@@ -63,7 +63,7 @@ class InterceptorMocker(Mocker):
             for method in cls.target_methods:
                 original = getattr(owner, method, None)
                 if original is not None:
-                    patch = _Patch(owner, method, cls.mock(original))
+                    patch = _patch(owner, method, original)
                     patch.start()
                     cls._patches.append(patch)  # type: ignore[arg-type]
 
@@ -98,13 +98,22 @@ class _Patch:
             delattr(self._owner, self._method)
 
 
+@functools.lru_cache(maxsize=16)
+def _patch(owner: type, method: str, original: Callable[..., Any]) -> _Patch:
+    """The patch of ``owner.method`` over ``original``, made once: a later start finds the same
+    original and puts the same replacement in place (a changed original gets a patch of its own)."""
+    return _Patch(owner, method, InterceptorMocker.mock(original))
+
+
 @functools.lru_cache(maxsize=4)
 def _classes(targets: tuple[str, ...]) -> list[Any]:
     """The classes the dotted ``targets`` name (respx's ``add_targets`` may add to them)."""
     return [pkgutil.resolve_name(target) for target in targets]
 
 
+@functools.cache
 def _httpx2() -> ModuleType:
+    """httpx2, imported by then: only its clients' transports get here besides httpx's."""
     return importlib.import_module("httpx2")
 
 

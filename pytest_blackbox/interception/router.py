@@ -66,6 +66,19 @@ class _Router(respx.MockRouter):
         self.decide = decide
         self.add(_Route(), name=_ROUTE_NAME).mock(side_effect=self._side_effect)
 
+    def start(self) -> None:
+        """respx's ``MockRouter.start`` for this router: registered with the mocker, which patches the
+        clients if it is the first; no snapshot, and the mocker is known without looking it up."""
+        self.Mocker = InterceptorMocker
+        InterceptorMocker.register(self)
+        InterceptorMocker.start()
+
+    def stop(self, clear: bool = True, reset: bool = True, quiet: bool = False) -> None:
+        """respx's ``MockRouter.stop`` for this router: unregistered, and the patches removed if it was
+        the last; nothing to assert, roll back or reset (it records no calls)."""
+        InterceptorMocker.unregister(self)
+        InterceptorMocker.stop()
+
     def _side_effect(self, request: httpx.Request) -> httpx.Response | httpx.Request:
         method, url, headers = request.method, request.url, request.headers
         return _resolve(self.decide(method, url, headers, request.content, is_async(request)), request)
