@@ -176,7 +176,8 @@ def check_media(value: Any) -> Media:
 
 
 def _path(value: Any) -> Path | None:
-    return None if value is None else Path(value)
+    """A path as given (a ``Path`` is immutable: the same one serves), else made from the value."""
+    return value if value is None or isinstance(value, Path) else Path(value)
 
 
 def _check_report_path(options: SessionOptions) -> SessionOptions:

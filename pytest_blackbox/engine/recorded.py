@@ -22,7 +22,7 @@ from .concurrency import AnswerIndex
 __all__ = ["RecordedPair", "RecordedRun", "RecordedTurn", "note_media_free"]
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordedPair:
     """A recorded ``tool_call`` step, its ``tool_result`` step, and whether the agent claimed it."""
 
@@ -51,7 +51,7 @@ class RecordedPair:
         return json_copy(payload.get("result"))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RecordedTurn:
     """One recorded model call: its ``model_input``, its ``model_output`` and its tool round."""
 

@@ -343,10 +343,14 @@ def _strings(key: str, value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
+#: No more secrets than the API keys: the default of every session (frozen, so one serves all).
+_NO_SECRETS: Final = Secrets()
+
+
 def check_secrets(value: Any) -> Secrets:
     """``secrets``: a :class:`Secrets`, or a mapping of its fields (``env``, ``values``, ...)."""
     if value is None:
-        return Secrets()
+        return _NO_SECRETS
     if isinstance(value, Secrets):
         return value
     if not isinstance(value, Mapping):
