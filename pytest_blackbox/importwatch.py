@@ -60,5 +60,11 @@ def when_imported(names: Sequence[str], hook: Hook) -> None:
         if module is not None:
             hook(module)
     pending = frozenset(name for name in names if name not in sys.modules)
-    if pending and not any(isinstance(finder, _Watch) and finder.hook == hook for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Watch(pending, hook))
+    if pending and _WATCHES.get(hook) not in sys.meta_path:
+        watch = _WATCHES[hook] = _Watch(pending, hook)
+        sys.meta_path.insert(0, watch)
+
+
+#: The last watch of each hook, found in ``sys.meta_path`` while it follows its modules: every session
+#: asks, and the other finders need not be looked at.
+_WATCHES: dict[Hook, _Watch] = {}

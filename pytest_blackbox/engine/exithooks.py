@@ -26,23 +26,25 @@ import threading
 import weakref
 from collections.abc import Callable
 from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+S = TypeVar("S")
 
 SIGINT_EXIT = 130
 SIGTERM_EXIT = 143
 
-#: Each watched session and its own ending method, both held weakly: a session the user dropped is
-#: not ended (nor kept alive) by this module.
-_ending: weakref.WeakKeyDictionary[object, weakref.WeakMethod[Callable[[int], None]]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Each watched session, held weakly (a session the user dropped is not ended, nor kept alive, by
+#: this module), and the function of its ending method.
+_ending: weakref.WeakKeyDictionary[Any, Callable[[Any, int], None]] = weakref.WeakKeyDictionary()
 _installed = False
 _exit_code = 0
 
 
-def watch(session: object, end: Callable[[int], None]) -> None:
-    """Call ``end(exit_code)``, a method of ``session``, at process exit unless it is forgotten first."""
+def watch(session: S, end: Callable[[S, int], None]) -> None:
+    """Call ``end(session, exit_code)`` at process exit unless ``session`` is forgotten first (``end`` a
+    plain function, such as the session class's method: a bound method would hold the session)."""
     _install()
-    _ending[session] = weakref.WeakMethod(end)
+    _ending[session] = end
 
 
 def forget(session: object) -> None:
@@ -50,13 +52,10 @@ def forget(session: object) -> None:
 
 
 def _end_all(code: int) -> None:
-    for session, method in list(_ending.items()):
+    for session, end in list(_ending.items()):
         _ending.pop(session, None)
-        end = method()
-        if end is None:
-            continue
         try:
-            end(code)
+            end(session, code)
         except Exception as exc:  # the process is ending: report, never raise
             print(f"blackbox (at process exit): {exc}", file=sys.stderr)
 

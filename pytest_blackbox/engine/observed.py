@@ -99,17 +99,22 @@ def model_calls_of(steps: Sequence[TraceStep]) -> list[ModelCall]:
     return calls
 
 
+#: A noted call: the name, input, result and error of its ``ToolCall``.
+_Noted = tuple[str, Any, Any, "str | None"]
+
+
 class ToolLog:
     """The tool calls of one session, in the order they started (a parallel round records and
     replays in one order that way); a call that is still running or was refused is not shown."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._slots: list[ToolCall | None] = []
+        #: Each call's ``ToolCall`` fields, made into one when asked for (most runs never ask).
+        self._slots: list[_Noted | None] = []
 
     def calls(self) -> tuple[ToolCall, ...]:
         with self._lock:
-            return tuple(call for call in self._slots if call is not None)
+            return tuple(ToolCall(*noted) for noted in self._slots if noted is not None)
 
     def start(self) -> int:
         """Keep the place of a call that started and has not ended yet (shown once it ends)."""
@@ -117,14 +122,17 @@ class ToolLog:
             self._slots.append(None)
             return len(self._slots) - 1
 
-    def end(self, slot: int, call: ToolCall) -> None:
+    def end(
+        self, slot: int, name: str, tool_input: Any, result: Any = None, error: str | None = None
+    ) -> None:
+        """The call in ``slot`` returned ``result`` or raised ``error`` (its message)."""
         with self._lock:
-            self._slots[slot] = call
+            self._slots[slot] = (name, tool_input, result, error)
 
-    def add(self, call: ToolCall) -> None:
+    def add(self, name: str, tool_input: Any, result: Any = None, error: str | None = None) -> None:
         """A call that started and ended at once (answered from the cassette)."""
         with self._lock:
-            self._slots.append(call)
+            self._slots.append((name, tool_input, result, error))
 
     def observe(self, name: str, fn: F) -> F:
         """``fn`` itself, noting each call that returns or raises: the tools of a session that is off
@@ -140,7 +148,7 @@ class ToolLog:
                 except Exception as exc:
                     self._failed(slot, name, fn, args, kwargs, exc)
                     raise
-                self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
+                self.end(slot, name, _input(name, fn, args, kwargs), result)
                 return result
 
             return async_observed  # type: ignore[return-value]
@@ -154,7 +162,7 @@ class ToolLog:
             except Exception as exc:
                 self._failed(slot, name, fn, args, kwargs, exc)
                 raise
-            self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), result))
+            self.end(slot, name, _input(name, fn, args, kwargs), result)
             return result
 
         return observed  # type: ignore[return-value]
@@ -170,7 +178,7 @@ class ToolLog:
     ) -> None:
         """The tool's own error is a call; the session refusing it (a divergence) is not."""
         if not isinstance(exc, BlackboxError):
-            self.end(slot, ToolCall(name, _input(name, fn, args, kwargs), error=error_text(exc)))
+            self.end(slot, name, _input(name, fn, args, kwargs), error=error_text(exc))
 
 
 def error_text(error: BaseException) -> str:

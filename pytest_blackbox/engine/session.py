@@ -41,7 +41,7 @@ from .ending import (
 from .google_auth import answer_placeholder_refresh
 from .jsonvalue import to_json_value
 from .keys import KnownKeys
-from .observed import AgentRun, ToolCall, ToolLog, error_text
+from .observed import AgentRun, ToolLog, error_text
 from .options import SessionOptions, resolve_options
 from .recording import ToolInvocation
 from .rules import Redactor
@@ -107,7 +107,7 @@ class Session:
             fail=self._fail,
         )
         if exit_net and self.mode in ("record", "replay", "fork"):
-            exithooks.watch(self, self._end_by_exit)
+            exithooks.watch(self, type(self)._end_by_exit)
 
     @property
     def mode(self) -> str:
@@ -269,10 +269,10 @@ class Session:
             except BlackboxError as exc:
                 raise _clean(self._refuse_call(exc)) from None
             except RecordedToolError as exc:
-                self.tool_log.add(ToolCall(name, tool_input, error=error_text(exc)))
+                self.tool_log.add(name, tool_input, error=error_text(exc))
                 raise _clean(exc) from None
             if isinstance(begun, Answered):
-                self.tool_log.add(ToolCall(name, tool_input, begun.value))
+                self.tool_log.add(name, tool_input, begun.value)
                 return begun
             return _RunningTool(begun, self.tool_log.start(), name, tool_input)
 
@@ -285,13 +285,8 @@ class Session:
                 value = recording.end_tool(running.invocation, result, message)
             except BlackboxError as exc:
                 raise _clean(self._fail(exc)) from None
-            name, tool_input = running.name, running.tool_input
-            call = (
-                ToolCall(name, tool_input, value)
-                if error is None
-                else ToolCall(name, tool_input, error=error_text(error))
-            )
-            self.tool_log.end(running.slot, call)
+            failure = None if error is None else error_text(error)
+            self.tool_log.end(running.slot, running.name, running.tool_input, value, failure)
             return value
 
     def _abandon_tool(self, running: _RunningTool) -> None:

@@ -48,6 +48,9 @@ from .transport import reply_headers, routed
 __all__ = ["before_send", "before_send_async", "install"]
 
 _CHUNK = 64 * 1024
+#: The list of botocore's built-in handlers :func:`install` last found holding the handler (a
+#: botocore imported again has a list of its own).
+_added_to: object = None
 
 
 def install() -> None:
@@ -57,9 +60,12 @@ def install() -> None:
     Only once botocore (or aiobotocore) is loaded: a run that never imports boto3 does not pay for
     importing it. The pytest plugin calls this again as each of the two finishes loading.
     """
+    global _added_to
     handlers = sys.modules.get("botocore.handlers")
-    if handlers is not None and ("before-send", before_send) not in handlers.BUILTIN_HANDLERS:
-        handlers.BUILTIN_HANDLERS.append(("before-send", before_send))
+    if handlers is not None and handlers.BUILTIN_HANDLERS is not _added_to:
+        if ("before-send", before_send) not in handlers.BUILTIN_HANDLERS:
+            handlers.BUILTIN_HANDLERS.append(("before-send", before_send))
+        _added_to = handlers.BUILTIN_HANDLERS  # searched once, not at every interceptor's start
     twins = getattr(sys.modules.get("aiobotocore.hooks"), "_HANDLER_MAPPING", None)
     if isinstance(twins, dict):
         twins.setdefault(before_send, before_send_async)
