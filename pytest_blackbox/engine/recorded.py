@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import RecordedToolError
-from ..providers.common import json_copy
 from ..trace.errors import CassetteError
 from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
@@ -43,12 +42,30 @@ class RecordedPair:
         return self.call["payload"].get("toolInput")
 
     def answer(self) -> Any:
-        """A private copy of the recorded result, or the recorded error raised (a cassette holds
-        plain JSON with safe integers only, which ``json_copy`` copies as they are)."""
+        """A private copy of the recorded result, or the recorded error raised."""
         payload = self.result["payload"] if self.result is not None else {}
         if "error" in payload:
             raise RecordedToolError(str(payload["error"]))
-        return json_copy(payload.get("result"))
+        return _private_copy(payload.get("result"))
+
+
+def _private_copy(value: Any) -> Any:
+    """A copy of a value read from a cassette, whose objects and arrays the agent may change.
+
+    A cassette holds plain JSON with safe integers only (its loader refuses anything else), so only
+    its objects and arrays are copied, and only they are walked into.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {
+            key: _private_copy(item) if type(item) in _CONTAINERS else item for key, item in value.items()
+        }
+    if kind is list:
+        return [_private_copy(item) if type(item) in _CONTAINERS else item for item in value]
+    return value
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 @dataclass(eq=False, slots=True)

@@ -248,25 +248,28 @@ class ReplayCursor:
             rounds += [turn.pairs for turn in self._open]
         else:
             rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
-        unclaimed = [p for pairs in rounds for p in pairs if not p.claimed]
-        named = [p for p in unclaimed if p.name == name]
+        named = [p for pairs in rounds for p in pairs if not p.claimed and p.name == name]
         view = self.compare.tool_view(name, tool_input)
         exact = next((p for p in named if self.compare.same_tool_input(name, p.tool_input, view)), None)
         pair = exact or (named[0] if named else None)
         if pair is None:
-            preferred = self.turns[prefer] if prefer is not None and 0 <= prefer < len(self.turns) else None
-            listed = ", ".join(p.name for p in unclaimed) or "none"
-            _diverge(
-                preferred.input["index"] + 2 if preferred is not None and preferred.consumed else self.pos,
-                f"tool {name}",
-                f"no call to {name} here (open recorded calls: {listed})",
-                f"the agent runs {name}",
-            )
+            self._no_tool(name, rounds, prefer)
         if exact is None:
             self.compare.check_tool(pair, name, tool_input, view)
         self.compare.note_tool(pair, name, tool_input, view)
         pair.claimed = True
         return pair
+
+    def _no_tool(self, name: str, rounds: list[list[RecordedPair]], prefer: int | None) -> NoReturn:
+        """No open recorded call has this tool's name: the divergence names the open ones."""
+        preferred = self.turns[prefer] if prefer is not None and 0 <= prefer < len(self.turns) else None
+        listed = ", ".join(p.name for pairs in rounds for p in pairs if not p.claimed) or "none"
+        _diverge(
+            preferred.input["index"] + 2 if preferred is not None and preferred.consumed else self.pos,
+            f"tool {name}",
+            f"no call to {name} here (open recorded calls: {listed})",
+            f"the agent runs {name}",
+        )
 
     # -- going live (new episodes) ----------------------------------------------------------------
 

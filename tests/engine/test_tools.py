@@ -169,6 +169,27 @@ def test_record_and_replay_hand_the_agent_the_same_json_value(tmp_path: Path, is
     assert type(recorded["xs"]) is list
 
 
+def test_a_replayed_result_is_the_agents_own_to_change(tmp_path: Path) -> None:
+    """Replays of one cassette share its steps: what an agent does to a result it got never reaches
+    the next replay (nor a nested object or array of it)."""
+
+    def reading() -> Any:
+        return {"tags": ["a"], "inner": {"k": 1, "xs": [[1]]}}
+
+    def call(session: Session) -> Any:
+        value = session.tool("reading", reading)()
+        session.finish(result="ok")
+        return value
+
+    path = tmp_path / "value.json"
+    call(blackbox(mode="record", out=path))
+    first = call(blackbox(mode="replay", cassette=path))
+    first["tags"].append("b")
+    first["inner"]["k"] = 2
+    first["inner"]["xs"][0].append(2)
+    assert call(blackbox(mode="replay", cassette=path)) == reading()
+
+
 REFUSED = {
     "set": ({1}, "a set"),
     "bytes": (b"\x00", "a bytes"),
