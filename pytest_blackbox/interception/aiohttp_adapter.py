@@ -64,9 +64,12 @@ def stop() -> None:
 
 
 def _patch_aiohttp() -> None:
-    if "aiohttp" not in sys.modules and importlib.util.find_spec("aiohttp") is None:
-        return
-    session_class: Any = importlib.import_module("aiohttp").ClientSession
+    module = sys.modules.get("aiohttp")
+    if module is None:
+        if importlib.util.find_spec("aiohttp") is None:
+            return
+        module = importlib.import_module("aiohttp")
+    session_class: Any = module.ClientSession
     original = session_class._request
     session_class._request = _patched(original)
     _undo.append(lambda: setattr(session_class, "_request", original))
