@@ -60,3 +60,18 @@ def test_tool_calls_read_the_same_recorded_and_replayed(
         replayed[1].shown()
         == 'lookup({"city": "Atlantis", "units": "F"}) -> raised no weather station in Atlantis'
     )
+
+
+def test_a_call_shows_its_arguments_as_the_call_started(
+    sessions: Callable[..., Session], tmp_path: Path
+) -> None:
+    """A tool that changes the arguments it was given leaves the call's ``input`` as it was called."""
+
+    def tag(item: dict[str, Any]) -> str:
+        item["tagged"] = True
+        return "ok"
+
+    session = sessions(mode="record", out=tmp_path / "run.json")
+    session.tool("tag", tag)({"name": "a"})
+    session.finish(result="done")
+    assert session.run.tool_calls == (ToolCall("tag", {"name": "a"}, "ok"),)
