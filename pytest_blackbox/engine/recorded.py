@@ -101,7 +101,7 @@ class RecordedTurn:
 
 
 class RecordedRun:
-    """The steps of a cassette read as a replay uses them, in one pass.
+    """The steps of a cassette read as a replay uses them (their layout is read once per cassette).
 
     ``pre`` are the tool calls before the first model call; each turn holds its model call and the
     tool round that follows it; ``stray`` are the indexes of steps that belong to no turn (a replay
@@ -112,53 +112,31 @@ class RecordedRun:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.steps = trace["steps"]
-        refused = _shape(self.steps).problem
+        shape = _shape(self.steps)
+        refused = shape.problem
         if refused is not None:
             raise CassetteError(
                 f"step {refused[0]}: {refused[1]}; this cassette's tool rounds disagree with its model "
                 "output, so it cannot be replayed (record it again)",
                 step_index=refused[0],
             )
-        last = self.steps[-1] if self.steps else None
+        layout = shape.layout
         #: The terminal ``metadata`` step (the recorded outcome), if the run has one.
-        self.terminal = last if last is not None and last["type"] == "metadata" else None
-        self.end = len(self.steps) - (1 if self.terminal is not None else 0)
+        self.terminal = layout.terminal
+        self.end = layout.end
+        self.pre, self.pre_end = _pairs(layout.pre), layout.pre_end
+        self.stray: list[int] = list(layout.stray)
         self.turns: list[RecordedTurn] = []
-        self.stray: list[int] = []
         #: Each turn by the index of its ``model_input`` step.
         self.by_input: dict[int, RecordedTurn] = {}
-        self.pre, self.pre_end = self._round_at(0)
-        self._linked = False
-        self._read_turns()
-
-    def _round_at(self, index: int) -> tuple[list[RecordedPair], int]:
-        """The tool steps from ``index`` on, paired, and the index after them."""
-        pairs: list[RecordedPair] = []
-        while index < self.end and self.steps[index]["type"] in ("tool_call", "tool_result"):
+        for index, output, round_, after in layout.turns:
             step = self.steps[index]
-            if step["type"] == "tool_call":
-                pairs.append(RecordedPair(step, None))
-            elif pairs and pairs[-1].result is None:
-                pairs[-1].result = step
-            index += 1
-        return pairs, index
-
-    def _read_turns(self) -> None:
-        index, end = self.pre_end, self.end
-        shape = _shape(self.steps)
-        while index < end:
-            step = self.steps[index]
-            if step["type"] != "model_input":
-                self.stray.append(index)
-                index += 1
-                continue
-            following = self.steps[index + 1] if index + 1 < end else None
-            output = following if following is not None and following["type"] == "model_output" else None
-            pairs, after = self._round_at(index + 2) if output is not None else ([], index + 1)
-            turn = RecordedTurn(len(self.turns), step, output, pairs, after, _requests=shape.requests)
+            turn = RecordedTurn(
+                len(self.turns), step, output, _pairs(round_), after, _requests=shape.requests
+            )
             self.turns.append(turn)
             self.by_input[index] = turn
-            index = after
+        self._linked = False
 
     def link(self) -> None:
         """Link each recorded call to the one it continues (when first needed; see :class:`_Shape`)."""
@@ -176,6 +154,65 @@ class RecordedRun:
         self.link()
         index = _shape(self.steps).links(self.turns).index
         return [self.turns[number] for number in index.continued(model_input, exact=exact)]
+
+
+#: A round's tool calls as its steps give them: each ``tool_call`` step and its ``tool_result`` step
+#: (``None``: it has none).
+_Round = list[tuple[TraceStep, "TraceStep | None"]]
+
+
+def _pairs(round_: _Round) -> list[RecordedPair]:
+    return [RecordedPair(call, result) for call, result in round_]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a cassette's steps put its turns and rounds, the same for every replay of it."""
+
+    #: The terminal ``metadata`` step, if the run has one, and the index of the step after the others.
+    terminal: TraceStep | None
+    end: int
+    #: The tool calls before the first model call, and the index after them.
+    pre: _Round
+    pre_end: int
+    #: Each model call: its ``model_input`` index, its ``model_output`` step (``None``: missing), its
+    #: round, and the index after the round.
+    turns: list[tuple[int, TraceStep | None, _Round, int]]
+    #: The indexes of steps that belong to no turn.
+    stray: list[int]
+
+    @classmethod
+    def of(cls, steps: list[TraceStep]) -> _Layout:
+        last = steps[-1] if steps else None
+        terminal = last if last is not None and last["type"] == "metadata" else None
+        end = len(steps) - (1 if terminal is not None else 0)
+        pre, index = _round_at(steps, 0, end)
+        layout = cls(terminal, end, pre, index, [], [])
+        while index < end:
+            step = steps[index]
+            if step["type"] != "model_input":
+                layout.stray.append(index)
+                index += 1
+                continue
+            following = steps[index + 1] if index + 1 < end else None
+            output = following if following is not None and following["type"] == "model_output" else None
+            round_, after = _round_at(steps, index + 2, end) if output is not None else ([], index + 1)
+            layout.turns.append((index, output, round_, after))
+            index = after
+        return layout
+
+
+def _round_at(steps: list[TraceStep], index: int, end: int) -> tuple[_Round, int]:
+    """The tool steps from ``index`` on, paired, and the index after them."""
+    round_: _Round = []
+    while index < end and steps[index]["type"] in ("tool_call", "tool_result"):
+        step = steps[index]
+        if step["type"] == "tool_call":
+            round_.append((step, None))
+        elif round_ and round_[-1][1] is None:
+            round_[-1] = (round_[-1][0], step)
+        index += 1
+    return round_, index
 
 
 @dataclass
@@ -196,6 +233,7 @@ class _Shape:
 
     def __init__(self, steps: list[TraceStep]) -> None:
         self.problem = ToolRounds.of(steps).problem
+        self.layout = _Layout.of(steps)
         self._links: _Links | None = None
         #: Each recorded call's request as compared (``RecordedTurn.request``), by ``model_input`` index.
         self.requests: dict[int, Any] = {}
