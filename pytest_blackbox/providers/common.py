@@ -198,9 +198,10 @@ class CallIds:
     def reused(self, name: str, raw: Any, build: Callable[[Any], N]) -> N:
         """``build(raw)`` for a part of a request that maps no ids (its tool definitions), or what it
         gave for the last request if ``raw`` is the very object parsed for it: the request body
-        parser hands an object back only when its text is byte for byte the same (``engine.bodies``)."""
+        parser hands an object back only when its text is byte for byte the same (``engine.bodies``).
+        ``raw`` may be a tuple of the values ``build`` reads, each compared so."""
         known = self._reused.get(name)
-        if known is not None and known[0] is raw:
+        if known is not None and _same_objects(known[0], raw):
             built: N = known[1]
             return built
         built = build(raw)
@@ -263,6 +264,13 @@ class CallIds:
         match = _CALL_ID.fullmatch(call_id)
         if match is not None:
             self._next = max(self._next, int(match.group(1)) + 1)
+
+
+def _same_objects(a: Any, b: Any) -> bool:
+    """Whether ``b`` is ``a``, or a tuple of the very objects the tuple ``a`` holds."""
+    if a is b:
+        return True
+    return type(a) is tuple and type(b) is tuple and len(a) == len(b) and same_start(a, b) == len(a)
 
 
 # -- refusals ----------------------------------------------------------------------------------
