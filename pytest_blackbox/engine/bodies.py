@@ -90,8 +90,8 @@ class BodyParser:
     def _base(self, text: str, history: str) -> tuple[_Parsed | None, int]:
         """The remembered body sharing the most leading history items with ``text``, and how many."""
         best: tuple[_Parsed | None, int] = (None, 0)
-        for parsed in self._recent:
-            if parsed.key == history:
+        for parsed in self._recent:  # the last body first: it mostly shares the most, sparing the rest
+            if parsed.key == history and len(parsed.ends) > best[1]:
                 shared = parsed.shared(text)
                 if shared > best[1]:
                     best = (parsed, shared)
