@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -87,6 +88,13 @@ def _texts(messages: list[Any]) -> list[str | None]:
     return [identity_text(message) for message in messages]
 
 
+def _interned_texts(messages: list[Any]) -> list[str | None]:
+    """A recorded request's message texts, each the one object every recorded request repeating that
+    message holds: once a request matched, the texts it keeps (``Comparison._texts_of``) are those
+    objects, so comparing the next request's history with its recorded one stops at identity."""
+    return [text if text is None else sys.intern(text) for text in _texts(messages)]
+
+
 def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
     """Whether ``values`` give each its ``identity_text`` in ``texts`` again, encoded as one list: the
     encoder writes a list as its items' texts joined by ``", "``, so one call checks them all."""
@@ -98,7 +106,7 @@ def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
 def _recorded_parts(request: Any) -> Parts | None:
     entry = _RECORDED_PARTS.get(id(request))
     if entry is None or entry[0] is not request:
-        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, _texts))
+        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, _interned_texts))
         if len(_RECORDED_PARTS) > _RECORDED_MAX:
             _RECORDED_PARTS.popitem(last=False)
     return entry[1]
@@ -200,7 +208,10 @@ class Comparison:
         actual = _parts(request, self._texts_of, self._rest_text) if parts is not None else None
         if actual is None:
             return None
-        return None not in actual[1] and actual == parts
+        if None in actual[1] or actual != parts:
+            return False
+        self._message_texts = list(parts[1])  # equal texts: the recorded objects, compared by identity
+        return True
 
     def _rest_text(self, rest: dict[Any, Any]) -> str | None:
         """The ``identity_text`` of a request's fields besides its messages: the last request's
