@@ -16,7 +16,7 @@ from ..providers.common import json_copy
 from ..trace.errors import CassetteError
 from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
-from ..trace.payloads import ToolRounds
+from ..trace.payloads import ToolRounds, choice_calls_of
 from .concurrency import AnswerIndex
 
 __all__ = ["RecordedPair", "RecordedRun", "RecordedTurn", "note_media_free"]
@@ -68,6 +68,8 @@ class RecordedTurn:
     settled: bool = False
     #: The recorded requests of every run read from the same steps, by ``model_input`` index.
     _requests: dict[int, Any] = field(default_factory=dict, repr=False)
+    #: What ``handed_out`` gives, for every run read from the same steps, by ``model_input`` index.
+    _handed: dict[int, HandedOut] = field(default_factory=dict, repr=False)
 
     @property
     def request(self) -> Any:
@@ -81,6 +83,22 @@ class RecordedTurn:
             media = self._requests.get(_HOLDS_MEDIA, True)
             request = self._requests[index] = without_bytes(payload) if media else payload
         return request
+
+    @property
+    def handed_out(self) -> HandedOut:
+        """The call ids a replay of this call hands the agent (its output's and every other choice's),
+        and each one's tool name. Computed once per cassette: the runs that replay it share them."""
+        index = self.input["index"]
+        handed = self._handed.get(index)
+        if handed is None:
+            refs = choice_calls_of(self.output["payload"]) if self.output is not None else []
+            ids = [ref["toolCallId"] for ref in refs]
+            handed = self._handed[index] = (ids, {ref["toolCallId"]: ref["toolName"] for ref in refs})
+        return handed
+
+
+#: Call ids a replayed output hands out, and their tool names by id.
+HandedOut = tuple[list[str], dict[str, str]]
 
 
 class RecordedRun:
@@ -138,7 +156,9 @@ class RecordedRun:
             following = self.steps[index + 1] if index + 1 < end else None
             output = following if following is not None and following["type"] == "model_output" else None
             pairs, after = self._round_at(index + 2) if output is not None else ([], index + 1)
-            turn = RecordedTurn(len(self.turns), step, output, pairs, after, _requests=shape.requests)
+            turn = RecordedTurn(
+                len(self.turns), step, output, pairs, after, _requests=shape.requests, _handed=shape.handed
+            )
             self.turns.append(turn)
             self.by_input[index] = turn
             index = after
@@ -182,6 +202,8 @@ class _Shape:
         self._links: _Links | None = None
         #: Each recorded call's request as compared (``RecordedTurn.request``), by ``model_input`` index.
         self.requests: dict[int, Any] = {}
+        #: Each recorded call's ``RecordedTurn.handed_out``, by ``model_input`` index.
+        self.handed: dict[int, HandedOut] = {}
 
     def links(self, turns: list[RecordedTurn]) -> _Links:
         """The links of ``turns`` (a run read from these steps; any run's turns give the same)."""
