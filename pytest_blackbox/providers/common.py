@@ -304,7 +304,8 @@ def is_stream_request(body: Any, *, path: str = "") -> bool:
     so it is never part of ``model_input`` and a replay answers in whichever form is asked for.
 
     ``path`` is unused: these protocols say ``stream: true`` in the body."""
-    return isinstance(body, Mapping) and body.get("stream") is True
+    mapping = type(body) is dict or isinstance(body, Mapping)  # a parsed body's own type first
+    return mapping and body.get("stream") is True
 
 
 def require_object(value: Any, at: str, side: str = "request") -> dict[str, Any]:
