@@ -31,6 +31,7 @@ _DECODER = json.JSONDecoder()
 _scan: Any = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
 #: JSON's insignificant whitespace, as ``json`` skips it.
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_WHITESPACE_CHARS = frozenset(" \t\n\r")
 #: How many recent bodies are remembered (interleaved conversations each continue their own).
 _REMEMBERED = 4
 
@@ -90,8 +91,8 @@ class BodyParser:
     def _base(self, text: str, history: str) -> tuple[_Parsed | None, int]:
         """The remembered body sharing the most leading history items with ``text``, and how many."""
         best: tuple[_Parsed | None, int] = (None, 0)
-        for parsed in self._recent:
-            if parsed.key == history:
+        for parsed in self._recent:  # the last body first: it mostly shares the most, sparing the rest
+            if parsed.key == history and len(parsed.ends) > best[1]:
                 shared = parsed.shared(text)
                 if shared > best[1]:
                     best = (parsed, shared)
@@ -99,7 +100,10 @@ class BodyParser:
 
 
 def _skip(text: str, index: int) -> int:
-    """The index after the whitespace at ``index`` (the pattern matches the empty string too)."""
+    """The index after the whitespace at ``index`` (the pattern matches the empty string too); an
+    SDK writes compact JSON, so mostly there is none, which a set lookup tells."""
+    if text[index : index + 1] not in _WHITESPACE_CHARS:
+        return index
     found = _WHITESPACE.match(text, index)
     return found.end() if found is not None else index
 
@@ -123,7 +127,7 @@ def _parse_object(text: str, history: str, base: _Parsed | None, shared: int) ->
         items, ends = base.items[:shared], base.ends[:shared]
         index = _items(text, ends[-1], items, ends, resumed=True)
         fields[history] = items
-        record = _Parsed(text, history, list(base.before), items, ends, text[index:])
+        record = _Parsed(text, history, base.before, items, ends, text[index:])  # never edited: shared
         if base.after is not None and record.tail == base.tail:
             record.after = base.after  # the same text after the array: the same fields, reused
             fields.update(base.after)

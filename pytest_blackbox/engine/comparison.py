@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -73,26 +74,25 @@ def _joined(keys: list[str], texts: list[str]) -> str:
 def _parts(
     request: Any,
     message_texts: Callable[[list[Any]], list[str | None]],
-    value_text: Callable[[str, Any], str | None] = lambda _, value: identity_text(value),
-    joined: Callable[[list[str], list[str]], str] = _joined,
+    rest_text: Callable[[dict[Any, Any]], str | None] = identity_text,
 ) -> Parts | None:
     """A request's parts (``None``: it is no object with a list of messages, so it is compared whole):
-    the ``identity_text`` of everything but its messages, built field by field (``value_text``, then
-    ``joined``), and of each message."""
+    the ``identity_text`` of everything but its messages (``rest_text``), and of each message."""
     if type(request) is not dict or type(request.get("messages")) is not list:
         return None
     rest = {key: value for key, value in request.items() if key != "messages"}
-    if not all(type(key) is str for key in rest):
-        return identity_text(rest), message_texts(request["messages"])
-    keys = sorted(rest)
-    texts = [value_text(key, rest[key]) for key in keys]
-    if None in texts:
-        return None, message_texts(request["messages"])
-    return joined(keys, texts), message_texts(request["messages"])  # type: ignore[arg-type]
+    return rest_text(rest), message_texts(request["messages"])
 
 
 def _texts(messages: list[Any]) -> list[str | None]:
     return [identity_text(message) for message in messages]
+
+
+def _interned_texts(messages: list[Any]) -> list[str | None]:
+    """A recorded request's message texts, each the one object every recorded request repeating that
+    message holds: once a request matched, the texts it keeps (``Comparison._texts_of``) are those
+    objects, so comparing the next request's history with its recorded one stops at identity."""
+    return [text if text is None else sys.intern(text) for text in _texts(messages)]
 
 
 def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
@@ -106,7 +106,7 @@ def _encode_to(values: list[Any], texts: list[str | None]) -> bool:
 def _recorded_parts(request: Any) -> Parts | None:
     entry = _RECORDED_PARTS.get(id(request))
     if entry is None or entry[0] is not request:
-        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, _texts))
+        entry = _RECORDED_PARTS[id(request)] = (request, _parts(request, _interned_texts))
         if len(_RECORDED_PARTS) > _RECORDED_MAX:
             _RECORDED_PARTS.popitem(last=False)
     return entry[1]
@@ -154,8 +154,8 @@ class Comparison:
         self._message_texts: list[str | None] = []
         #: The last request's other fields, by name: (value, its ``identity_text``).
         self._fields: dict[str, tuple[Any, str | None]] = {}
-        #: The last request's other fields as one text: (names, their texts, the text).
-        self._rest: tuple[list[str], list[str], str] = ([], [], "{}")
+        #: The last request's other fields as compared: their names in order, their values, the text.
+        self._last_rest: tuple[list[Any], list[Any], str | None] = ([], [], "{}")
         #: The first request or tool input that matched only through a rule (``None``: none did).
         self.relaxed: Relaxation | None = None
 
@@ -205,12 +205,30 @@ class Comparison:
         are not encoded again, and each recorded request's parts are computed once per cassette.
         ``None``: either is no object with a list of messages (compare them whole)."""
         parts = _recorded_parts(turn.request)
-        actual = (
-            _parts(request, self._texts_of, self._field_text, self._joined) if parts is not None else None
-        )
+        actual = _parts(request, self._texts_of, self._rest_text) if parts is not None else None
         if actual is None:
             return None
-        return None not in actual[1] and actual == parts
+        if None in actual[1] or actual != parts:
+            return False
+        self._message_texts = list(parts[1])  # equal texts: the recorded objects, compared by identity
+        return True
+
+    def _rest_text(self, rest: dict[Any, Any]) -> str | None:
+        """The ``identity_text`` of a request's fields besides its messages: the last request's
+        again while they are the very same objects (a session hands the same normalized fields out
+        again for byte-identical text, see ``CallIds.reused``), else joined from each field's text."""
+        names, values = list(rest), list(rest.values())
+        last_names, last_values, last_text = self._last_rest
+        if names == last_names and same_start(values, last_values) == len(values):
+            return last_text
+        if not all(type(key) is str for key in rest):
+            text = identity_text(rest)
+        else:
+            keys = sorted(rest)
+            texts = [self._field_text(key, rest[key]) for key in keys]
+            text = None if None in texts else _joined(keys, texts)  # type: ignore[arg-type]
+        self._last_rest = (names, values, text)
+        return text
 
     def _field_text(self, name: str, value: Any) -> str | None:
         """A field's ``identity_text``, kept while the field is the very same object (the tool
@@ -219,13 +237,6 @@ class Comparison:
         if known is None or known[0] is not value:
             known = self._fields[name] = (value, identity_text(value))
         return known[1]
-
-    def _joined(self, keys: list[str], texts: list[str]) -> str:
-        """``_joined``, kept while the field names and texts are the same: a run's requests mostly
-        repeat them."""
-        if keys != self._rest[0] or texts != self._rest[1]:
-            self._rest = (keys, texts, _joined(keys, texts))
-        return self._rest[2]
 
     def _texts_of(self, messages: list[Any]) -> list[str | None]:
         """Each message's ``identity_text``, encoding only those after the last request's start."""

@@ -16,7 +16,6 @@ from .. import providers
 from ..errors import BlackboxError, BlackboxUsageError, ReplayDivergenceError
 from ..interception import Forward, ModelRequest, OtherRequest, Reply
 from ..trace.model import Terminal, Trace, TraceStep
-from ..trace.payloads import choice_calls_of
 from ..trace.recorder import TraceRecorder
 from ..vocabulary import UNSET
 from .bodies import BodyParser
@@ -155,10 +154,7 @@ class Dispatch:
         turn = self.cursor.answer(model_input, in_order=self.fork is not None)  # a fork: as recorded
         note_call(self._owner, turn.number)
         assert turn.output is not None
-        refs = choice_calls_of(turn.output["payload"])
-        self._ids.register_identity(
-            [ref["toolCallId"] for ref in refs], {r["toolCallId"]: r["toolName"] for r in refs}
-        )
+        self._ids.register_identity(*turn.handed_out)
         return call.reply(model_input, turn.output)
 
     def _script_call(self, call: WireCall, recording: Recording) -> Reply:

@@ -180,9 +180,10 @@ class KnownKeys(set[str]):
     def __init__(self, secrets: Secrets | None = None) -> None:
         super().__init__()
         self._sources: dict[str, tuple[str, bool]] = {}
-        #: The last request's header keys, all noted already.
-        self._last_found: list[tuple[str, str]] = []
         self.headers = (*SECRET_HEADERS, *(secrets.headers if secrets is not None else ()))
+        self._carriers = frozenset(self.headers)
+        #: The last request's headers that may carry a key, all noted already.
+        self._last_carried: list[tuple[str, str]] = []
         self.query = (*SECRET_QUERY_PARAMETERS, *(secrets.query if secrets is not None else ()))
 
     @classmethod
@@ -208,12 +209,13 @@ class KnownKeys(set[str]):
             self._sources.setdefault(value, (source, not custom))
 
     def note_request(self, headers: Iterable[tuple[str, str]], url: str) -> None:
-        """Remember the key values a request carries, in its headers or its URL's query."""
-        found = header_secrets(headers, self.headers)
-        if found != self._last_found:  # a run's requests carry the same keys: noted once
-            for name, value in found:
+        """Remember the key values a request carries, in its headers (names lower-cased, as a
+        ``ModelRequest`` has them) or its URL's query."""
+        carried = [pair for pair in headers if pair[0] in self._carriers]
+        if carried != self._last_carried:  # a run's requests carry the same keys: noted once
+            for name, value in header_secrets(carried, self.headers):
                 self.note(value, f"the value of the {name} request header", custom=name not in SECRET_HEADERS)
-            self._last_found = found
+            self._last_carried = carried
         if "?" not in url:  # no query to look in (most model calls): spare parsing the URL
             return
         for name, value in parse_qsl(urlsplit(url).query):

@@ -15,7 +15,7 @@ from ..errors import RecordedToolError
 from ..trace.errors import CassetteError
 from ..trace.media import without_bytes
 from ..trace.model import Trace, TraceStep
-from ..trace.payloads import ToolRounds
+from ..trace.payloads import ToolRounds, choice_calls_of
 from .concurrency import AnswerIndex
 
 __all__ = ["RecordedPair", "RecordedRun", "RecordedTurn", "note_media_free"]
@@ -85,6 +85,8 @@ class RecordedTurn:
     settled: bool = False
     #: The recorded requests of every run read from the same steps, by ``model_input`` index.
     _requests: dict[int, Any] = field(default_factory=dict, repr=False)
+    #: What ``handed_out`` gives, for every run read from the same steps, by ``model_input`` index.
+    _handed: dict[int, HandedOut] = field(default_factory=dict, repr=False)
 
     @property
     def request(self) -> Any:
@@ -98,6 +100,22 @@ class RecordedTurn:
             media = self._requests.get(_HOLDS_MEDIA, True)
             request = self._requests[index] = without_bytes(payload) if media else payload
         return request
+
+    @property
+    def handed_out(self) -> HandedOut:
+        """The call ids a replay of this call hands the agent (its output's and every other choice's),
+        and each one's tool name. Computed once per cassette: the runs that replay it share them."""
+        index = self.input["index"]
+        handed = self._handed.get(index)
+        if handed is None:
+            refs = choice_calls_of(self.output["payload"]) if self.output is not None else []
+            ids = [ref["toolCallId"] for ref in refs]
+            handed = self._handed[index] = (ids, {ref["toolCallId"]: ref["toolName"] for ref in refs})
+        return handed
+
+
+#: Call ids a replayed output hands out, and their tool names by id.
+HandedOut = tuple[list[str], dict[str, str]]
 
 
 class RecordedRun:
@@ -132,7 +150,13 @@ class RecordedRun:
         for index, output, round_, after in layout.turns:
             step = self.steps[index]
             turn = RecordedTurn(
-                len(self.turns), step, output, _pairs(round_), after, _requests=shape.requests
+                len(self.turns),
+                step,
+                output,
+                _pairs(round_),
+                after,
+                _requests=shape.requests,
+                _handed=shape.handed,
             )
             self.turns.append(turn)
             self.by_input[index] = turn
@@ -237,6 +261,8 @@ class _Shape:
         self._links: _Links | None = None
         #: Each recorded call's request as compared (``RecordedTurn.request``), by ``model_input`` index.
         self.requests: dict[int, Any] = {}
+        #: Each recorded call's ``RecordedTurn.handed_out``, by ``model_input`` index.
+        self.handed: dict[int, HandedOut] = {}
 
     def links(self, turns: list[RecordedTurn]) -> _Links:
         """The links of ``turns`` (a run read from these steps; any run's turns give the same)."""

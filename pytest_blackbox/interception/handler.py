@@ -4,6 +4,7 @@ it takes back, and what it reports of a forwarded call. See docs/engine.md#model
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,23 @@ def checked(decision: object) -> Reply | Forward:
 
 
 def header_list(headers: Any) -> list[tuple[str, str]]:
-    """httpx or httpx2 headers as handlers see them: ``(name, value)`` pairs, names lower-cased."""
-    encoding = headers.encoding  # read once: ``multi_items`` reads it twice per header
-    return [(name.decode(encoding).lower(), value.decode(encoding)) for name, value in headers.raw]
+    """httpx or httpx2 headers as handlers see them: ``(name, value)`` pairs, names lower-cased.
+
+    Every name and every value decoded as ASCII in one call each, which is what ``headers.encoding``
+    finds for any request of an SDK: that property decodes every header once more to find it (and
+    ``multi_items`` reads it twice per header). Only a header that is not ASCII, or holds a line
+    break, has them decoded one by one in the headers' own encoding.
+    """
+    raw = headers.raw
+    try:
+        names = b"\n".join(map(_NAME, raw)).decode("ascii").lower().split("\n")
+        values = b"\n".join(map(_VALUE, raw)).decode("ascii").split("\n")
+    except UnicodeDecodeError:
+        names = values = []
+    if len(names) == len(values) == len(raw):  # no line break in any (the one-line split holds)
+        return list(zip(names, values, strict=True))
+    encoding = headers.encoding
+    return [(name.decode(encoding).lower(), value.decode(encoding)) for name, value in raw]
+
+
+_NAME, _VALUE = operator.itemgetter(0), operator.itemgetter(1)

@@ -216,12 +216,25 @@ def provider_for_path(path: str) -> Provider | None:
     return None if found is None else provider_for_call(found, route)
 
 
+#: The provider of each route and path seen, for the protocols that bind nothing to a path: an agent's
+#: calls go to the same few paths, and looking the module up again cost more than a call's bookkeeping.
+_UNBOUND: dict[tuple[str, str], Provider] = {}
+_UNBOUND_MAX: Final = 1024
+
+
 def provider_for_call(route: str, path: str) -> Provider:
     """The provider answering one call on ``route``: the module (imported at the route's first call), or
     the call object it binds to ``path``."""
+    known = _UNBOUND.get((route, path))
+    if known is not None:
+        return known
     if route not in _PROTOCOLS:
         raise KeyError(route)
     provider = _module(route)
     bind = getattr(provider, "for_path", None)
-    bound: Provider | None = bind(path) if bind is not None else provider
+    if bind is None:
+        if len(_UNBOUND) < _UNBOUND_MAX:
+            _UNBOUND[(route, path)] = provider
+        return provider
+    bound: Provider | None = bind(path)
     return provider if bound is None else bound

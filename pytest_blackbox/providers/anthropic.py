@@ -104,12 +104,26 @@ def normalize_request(body: Any, ids: CallIds, *, path: str = "") -> ModelInput:
     request = require_object(body, "the request body")
     messages = ids.normalized(list_field(request, HISTORY), lambda raw, index: _message(raw, index, ids))
     tools = ids.reused("tools", request.get("tools"), lambda _: _tools(request))
-    return model_input(
-        messages,
-        tools,
-        system_prompt=_system_prompt(request.get("system")),
-        model=request.get("model", model_in_path(path)),
-        params=pick_params(
+    if request.get("container") is None:  # a container's id is mapped (``ids.states``): read each time
+        read = (path, *[request.get(key, _ABSENT) for key in _SETTINGS])
+        system_prompt, model, params = ids.reused("settings", read, lambda _: _settings(request, ids, path))
+    else:
+        system_prompt, model, params = _settings(request, ids, path)
+    return model_input(messages, tools, system_prompt=system_prompt, model=model, params=params)
+
+
+#: The request fields :func:`_settings` reads (the container apart), and the mark of one left out.
+_SETTINGS: Final = ("system", "model", *(wire for wire, _ in _PARAMS))
+_ABSENT: Final = object()
+Params = dict[str, Any] | None
+
+
+def _settings(request: dict[str, Any], ids: CallIds, path: str) -> tuple[str | None, Any, Params]:
+    """The system prompt, the model and the ``params`` of a request."""
+    return (
+        _system_prompt(request.get("system")),
+        request.get("model", model_in_path(path)),
+        pick_params(
             {
                 **request,
                 "container": _container_named(request.get("container"), ids),

@@ -198,9 +198,10 @@ class CallIds:
     def reused(self, name: str, raw: Any, build: Callable[[Any], N]) -> N:
         """``build(raw)`` for a part of a request that maps no ids (its tool definitions), or what it
         gave for the last request if ``raw`` is the very object parsed for it: the request body
-        parser hands an object back only when its text is byte for byte the same (``engine.bodies``)."""
+        parser hands an object back only when its text is byte for byte the same (``engine.bodies``).
+        ``raw`` may be a tuple of the values ``build`` reads, each compared so."""
         known = self._reused.get(name)
-        if known is not None and known[0] is raw:
+        if known is not None and _same_objects(known[0], raw):
             built: N = known[1]
             return built
         built = build(raw)
@@ -265,6 +266,13 @@ class CallIds:
             self._next = max(self._next, int(match.group(1)) + 1)
 
 
+def _same_objects(a: Any, b: Any) -> bool:
+    """Whether ``b`` is ``a``, or a tuple of the very objects the tuple ``a`` holds."""
+    if a is b:
+        return True
+    return type(a) is tuple and type(b) is tuple and len(a) == len(b) and same_start(a, b) == len(a)
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 
@@ -296,7 +304,8 @@ def is_stream_request(body: Any, *, path: str = "") -> bool:
     so it is never part of ``model_input`` and a replay answers in whichever form is asked for.
 
     ``path`` is unused: these protocols say ``stream: true`` in the body."""
-    return isinstance(body, Mapping) and body.get("stream") is True
+    mapping = type(body) is dict or isinstance(body, Mapping)  # a parsed body's own type first
+    return mapping and body.get("stream") is True
 
 
 def require_object(value: Any, at: str, side: str = "request") -> dict[str, Any]:

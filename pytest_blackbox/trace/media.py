@@ -54,35 +54,49 @@ def without_bytes(payload: P) -> P:
     new = [_stripped_message(message) for message in added]
     # where the first message that lost bytes is: among the kept ones as before, else among the new
     first = first_before if first_before < kept else kept + same_start(new, added)
+    if first == len(messages):  # nothing lost bytes: the messages are their own stripped form
+        unchanged = list(messages)
+        _LAST = (unchanged, unchanged, first)
+        return payload
     stripped = stripped_before[:kept] + new
     _LAST = (list(messages), stripped[:], first)
-    if first == len(messages):
-        return payload
     return cast(P, {**payload, "messages": stripped})
 
 
-#: The last payload's messages, what they became, and the index of the first one that lost bytes
-#: (their number if none did): the next request of a conversation starts with the very same objects.
+#: The last payload's messages, what they became (the same list when none lost bytes), and the index
+#: of the first one that lost bytes (their number if none did): the next request of a conversation
+#: starts with the very same objects.
 _LAST: tuple[list[Any], list[Any], int] = ([], [], 0)
 
 
-#: Messages already looked at, by identity (kept alive with them): ``id → (message, stripped)``.
+#: Messages with bytes to leave out, already looked at, by identity (kept alive with them):
+#: ``id → (message, stripped)``.
 _SEEN: dict[int, tuple[Any, Any]] = {}
 _SEEN_MAX: Final = 16384
 
 
 def _stripped_message(message: Any) -> Any:
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not any(map(_may_hold_bytes, content)):
+        return message  # looking at it again costs less than remembering it
     entry = _SEEN.get(id(message))
     if entry is not None and entry[0] is message:
         return entry[1]
-    content = message.get("content") if isinstance(message, dict) else None
     new = _strip_list(content)
     result = message if new is None else {**message, "content": new}
-    if isinstance(content, list):  # a string content is cheaper to look at than to remember
-        if len(_SEEN) >= _SEEN_MAX:
-            _SEEN.clear()
-        _SEEN[id(message)] = (message, result)
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[id(message)] = (message, result)
     return result
+
+
+def _may_hold_bytes(part: Any) -> bool:
+    """Whether a message part is one :func:`_strip_part` looks into: a media part, or a tool result
+    whose value is a list (which may be media parts)."""
+    if not isinstance(part, dict):
+        return False
+    kind = part.get("type")
+    return kind == MEDIA_PART or (kind == "tool_result" and isinstance(part.get("result"), list))
 
 
 def is_part_list(value: Any) -> TypeGuard[list[dict[str, Any]]]:

@@ -25,6 +25,12 @@ class Fields:
     refused: frozenset[str] = frozenset()
     nested: Mapping[str, Shape] = field(default_factory=dict)
     whole: bool = False
+    #: Every field name ``given`` or ``dropped``: an object holding only those, none of them
+    #: ``nested``, has no unknown field (checked at C speed, as a request's top level mostly is).
+    known: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "known", self.given | self.dropped)
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,11 @@ def unknown_fields(value: Any, shape: Shape, at: str) -> Iterator[str]:
     if not isinstance(value, dict):
         return
     level = shape.kinds.get(str(value.get("type"))) if isinstance(shape, Kinds) else shape
-    if level is None or level.whole:
+    if (
+        level is None
+        or level.whole
+        or (level.known.issuperset(value) and level.nested.keys().isdisjoint(value))
+    ):
         return
     for key, item in value.items():
         if item is None:
