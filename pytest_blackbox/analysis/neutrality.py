@@ -83,8 +83,11 @@ def _compiled(rules: Sequence[tuple[str, str]]) -> Rules:
     return tuple((label, re.compile(pattern, re.ASCII).search) for label, pattern in rules)
 
 
-_STRUCTURAL = _compiled(_STRUCTURAL_RULES)
-_USER_DATA = _compiled(REALISTIC_CREDENTIALS)
+# Compiled when a walk first needs them: a cassette whose text is clear of every marker (the usual
+# case) is never walked, and compiling them cost about a millisecond of every process's first check.
+_structural_rules = lru_cache(maxsize=1)(lambda: _compiled(_STRUCTURAL_RULES))
+_user_data_rules = lru_cache(maxsize=1)(lambda: _compiled(REALISTIC_CREDENTIALS))
+
 
 #: Every credential rule (and only those can match inside user data) needs one of these substrings.
 _CREDENTIAL_HINTS = ("sk-", "Bearer")
@@ -107,7 +110,7 @@ def _rule_labels(text: str, rules: Rules) -> tuple[str, ...]:
 def _structural_uncached(text: str) -> tuple[str, ...]:
     if _STRUCTURAL_PREFILTER.search(text) is None:
         return _NONE
-    return _rule_labels(text, _STRUCTURAL)
+    return _rule_labels(text, _structural_rules())
 
 
 _structural_cached = lru_cache(maxsize=1 << 14)(_structural_uncached)
@@ -122,7 +125,7 @@ def _structural_labels(text: str) -> tuple[str, ...]:
 def _user_data_labels(text: str) -> tuple[str, ...]:
     if "sk-" not in text and "Bearer" not in text:
         return _NONE
-    return _rule_labels(text, _USER_DATA)
+    return _rule_labels(text, _user_data_rules())
 
 
 @lru_cache(maxsize=1 << 12)

@@ -19,7 +19,7 @@ from ..trace.model import CURRENT_TRACE_VERSION, Trace
 from ..trace.payloads import ToolRounds, outcome_of, terminal_outcome
 from ..trace.schema import validate_step, validate_top_level
 from ..trace.secrets import mask
-from ..trace.stream import NotStreamable, Step, stream_cassette
+from ..trace.stream import CHUNK, NotStreamable, Step, stream_cassette, stream_text
 from .neutrality import NeutralityScanner, without_provider_keys
 
 __all__ = [
@@ -296,34 +296,52 @@ def _check_document(doc: Any, path: str | None, keys: Sequence[str], text: str |
     return checks
 
 
-def _check_file(path: str, keys: Sequence[str], keep: bool) -> tuple[_Checks, Any]:
-    """The checks over the cassette at ``path``, and the trace if kept; ``CassetteError`` if unreadable.
+def _check_file(path: str, keys: Sequence[str], keep: bool, text: str | None) -> tuple[_Checks, Any]:
+    """The checks over the cassette at ``path`` (its ``text`` when already read), and the trace if
+    kept; ``CassetteError`` if unreadable.
 
-    The file is read one step at a time. One that reader does not take (unreadable, not JSON, an
-    unusual shape) is read whole, which also gives the exact message for what is wrong with it.
+    A file larger than the reader's window is read one step at a time; a smaller one is read whole,
+    which costs no more memory and lets provider neutrality clear the whole text at once. Text that
+    reader does not take (not JSON, an unusual shape) is parsed whole, which also gives the exact
+    message for what is wrong with it.
     """
-    checks = _Checks(path, keys, text=None, keep=keep)
+    if text is None and _fits_the_window(path):
+        text = read_text(path)
+    checks = _Checks(path, keys, text=text, keep=keep)
     try:
-        for item in stream_cassette(path):
+        for item in stream_cassette(path) if text is None else stream_text(text):
             if isinstance(item, Step):
                 checks.step(item.position, item.value, item.exact_numbers, item.containers)
             else:
                 checks.member(item.key, item.value)
     except NotStreamable:
-        text = read_text(path)
+        text = read_text(path) if text is None else text
         doc = parse_json(text, path=path)
         return _check_document(doc, path, keys, text), doc if keep else None
     return checks, checks.trace() if keep else None
 
 
+def _fits_the_window(path: str) -> bool:
+    try:
+        return os.stat(path).st_size <= CHUNK
+    except (OSError, ValueError):
+        return False  # the streaming reader's fallback names the problem
+
+
 def verify_trace(
-    source: Trace | str | os.PathLike[str], *, api_keys: Sequence[str] = (), keep_trace: bool = False
+    source: Trace | str | os.PathLike[str],
+    *,
+    api_keys: Sequence[str] = (),
+    keep_trace: bool = False,
+    text: str | None = None,
 ) -> VerifyReport:
     """Run the four invariants on a trace or a cassette file; never raises for bad data.
 
     ``api_keys`` are literal key values to look for anywhere (reported as ``<api-key-value>``,
-    never echoed). A file is read one step at a time and each step dropped once checked, so the
-    report holds the trace read from a file only with ``keep_trace``; a dict is always kept.
+    never echoed). A large file is read one step at a time and each step dropped once checked, so
+    the report holds the trace read from a file only with ``keep_trace``; a dict is always kept.
+    ``text`` is the file's content when the caller has read it already (its bytes decoded as
+    UTF-8): that text is checked, and the file is not read.
     """
     keys = [key for key in api_keys if isinstance(key, str)]
     path = _path_of(source)
@@ -339,7 +357,7 @@ def verify_trace(
     else:
         try:
             with collector_paused():
-                checks, trace = _check_file(path, keys, keep_trace)
+                checks, trace = _check_file(path, keys, keep_trace, text)
             results, warnings = checks.results(), checks.warnings()
         except CassetteError as exc:
             results = [InvariantResult("schema_version", "fail", mask(str(exc), keys))]

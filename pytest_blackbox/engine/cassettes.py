@@ -76,14 +76,6 @@ def _fingerprint(path: Path) -> tuple[str, bytes | None]:
     return digest, data
 
 
-def _digest(path: Path) -> str | None:
-    """The SHA-256 of the file's bytes, or ``None`` if it cannot be read (the check then says why)."""
-    try:
-        return _fingerprint(path)[0]
-    except OSError:
-        return None
-
-
 def load_cassette(path: Path) -> Trace:
     """``load_trace``, remembering what was already checked. The trace is shared: never mutate it."""
     try:
@@ -111,20 +103,23 @@ def load_verified(path: Path, api_keys: Sequence[str] = ()) -> tuple[VerifyRepor
     replayability are checked once, on the very trace the session then replays (hand it to
     ``Session(…, trace=…)``), so the file is neither parsed twice nor read again after its check.
 
-    A cassette that passed is remembered by its path, the SHA-256 of its bytes and ``api_keys``: the
-    tests of one process that replay the same unchanged file share one check and one trace (never
-    mutate it). The bytes are hashed before and after the check and only remembered when both agree,
-    so a file edited meanwhile, or at any time after, is checked again.
+    A cassette that passed is remembered by its path, the SHA-256 of the bytes read and ``api_keys``:
+    the tests of one process that replay the same unchanged file share one check and one trace (never
+    mutate it). The bytes hashed are the bytes checked, so a file edited at any time, by a byte, is
+    checked again.
     """
-    before = _digest(path)
-    key = (os.fspath(path), before or "", tuple(api_keys))
-    known = _VERIFIED.get(key) if before is not None else None
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, ValueError):  # not UTF-8 among them
+        return verify_trace(path, api_keys=api_keys), None  # its report names the problem
+    key = (os.fspath(path), hashlib.sha256(data).hexdigest(), tuple(api_keys))
+    known = _VERIFIED.get(key)
     if known is not None:
         _VERIFIED.move_to_end(key)
         return known
-    report = verify_trace(path, api_keys=api_keys, keep_trace=True)
+    report = verify_trace(path, api_keys=api_keys, keep_trace=True, text=text)
     if not report.ok or report.trace is None:
         return report, None
-    if before is not None and _digest(path) == before:
-        _remember(_VERIFIED, key, (report, report.trace))
+    _remember(_VERIFIED, key, (report, report.trace))
     return report, report.trace

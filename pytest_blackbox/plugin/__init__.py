@@ -495,8 +495,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Send a worker's summary to the xdist controller; fold cassette failures into the exit status."""
     config = session.config
     summary = config.stash.get(_SUMMARY_KEY, None)
-    wants_report = config.getoption("blackbox_report", None) or config.getini("blackbox_report")
-    if summary is None and wants_report and not hasattr(config, "workerinput"):
+    if summary is None and _wants_report(config) and not hasattr(config, "workerinput"):
         summary = _summary(config)  # no blackbox test ran: the report still says so
     if summary is None:
         return
@@ -509,8 +508,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _wants_report(config: pytest.Config) -> bool:
+    """``--blackbox-report`` or its ini key is set (``review.report_target`` says where)."""
+    return bool(config.getoption("blackbox_report", None) or config.getini("blackbox_report"))
+
+
 def _write_review_report(config: pytest.Config, summary: Summary) -> None:
     """The controller (or the only process) writes one report, for every worker's tests."""
+    if not _wants_report(config):
+        return  # nothing to import
     from .review import render_report, report_target, write_report
 
     target = report_target(config)

@@ -3,16 +3,19 @@
 The rules are ``analysis.assertions``' (the same check, the same words); a failure raises
 ``AssertionError`` with the check's verdict and the tool calls so far, so pytest shows it as it
 shows a failed ``assert``. They read :attr:`Session.run`, which is the same in a recording and in
-its replay. See docs/pytest.md#assertions-on-what-the-agent-did.
+its replay. See docs/pytest.md#assertions-on-what-the-agent-did. The rules are imported by the
+first assertion: every replayed test's session has these methods, few tests call them.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ..analysis.assertions import CheckResult, check_final_answer, check_status, check_tools
 from ..engine import AgentRun, same_json
+
+if TYPE_CHECKING:
+    from ..analysis.assertions import CheckResult
 
 #: ``input=`` left out: any input will do.
 ANY_INPUT: Final[Any] = object()
@@ -44,6 +47,8 @@ class RunAssertions:
     def assert_tools(self, *names: str) -> None:
         """The tools called so far are exactly ``names``, in order (none given: no tool call)."""
         __tracebackhide__ = True
+        from ..analysis.assertions import check_tools
+
         self._expect(check_tools(names, self.run.tools), "tools called")
 
     def assert_tool_called(self, name: str, *, times: int | None = None, input: Any = ANY_INPUT) -> None:
@@ -74,6 +79,8 @@ class RunAssertions:
         first); the final answer is the last model answer's text.
         """
         __tracebackhide__ = True
+        from ..analysis.assertions import check_final_answer, check_status
+
         run = self.run
         if status is not None:
             if run.status is None:

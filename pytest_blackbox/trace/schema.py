@@ -8,8 +8,10 @@ failure, to name the pointer and the rule. See docs/cassette-format.md#the-schem
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -101,28 +103,35 @@ class _Compiler:
 
     Generated source rather than nested closures, because the check runs on every node of every
     step of every cassette verified: one function call per definition instead of one per keyword.
-    ``compiled[name]`` is the check of ``#/$defs/name`` and ``root`` the check of the whole schema.
+    :attr:`text` is that source as a module (:func:`checks_module_text`); ``DEFINITIONS[name]`` in it
+    is the check of ``#/$defs/name`` and ``ROOT`` the check of the whole schema.
     """
 
     def __init__(self, root: dict[str, Any]) -> None:
         self.defs: dict[str, Any] = root.get("$defs", {})
         self.names = {name: f"_def_{index}" for index, name in enumerate(self.defs)}
         self.source: list[str] = []
-        self.namespace: dict[str, Any] = {"_is_number": _is_number, "_is_integer": _is_integer}
-        self.dispatch: list[tuple[str, str, dict[str, str]]] = []
+        self.constants: list[str] = []
+        self.dispatch: list[str] = []
         for name, schema in self.defs.items():
             self._function(schema, self.names[name])
         root_name = self._function(root)
-        exec(compile("\n".join(self.source), "<trace v2 schema>", "exec"), self.namespace)
-        for table, every, branches in self.dispatch:  # the branch functions exist only now
-            self.namespace[table].update({value: self.namespace[f] for value, f in branches.items()})
-            self.namespace[every] = tuple(self.namespace[f] for f in branches.values())
-        self.compiled: dict[str, Check] = {name: self.namespace[self.names[name]] for name in self.defs}
-        self.root: Check = self.namespace[root_name]
+        definitions = ", ".join(f"{name!r}: {function}" for name, function in self.names.items())
+        self.text = "\n".join(
+            [
+                *self.constants,
+                "",
+                *self.source,
+                *self.dispatch,  # the branch functions exist only now
+                f"DEFINITIONS = {{{definitions}}}",
+                f"ROOT = {root_name}",
+                "",
+            ]
+        )
 
-    def _constant(self, value: Any) -> str:
-        name = f"_c{len(self.namespace)}"
-        self.namespace[name] = value
+    def _constant(self, source: str) -> str:
+        name = f"_c{len(self.constants)}"
+        self.constants.append(f"{name} = {source}")
         return name
 
     def _function(self, schema: Any, name: str | None = None, body: list[str] | None = None) -> str:
@@ -191,7 +200,8 @@ class _Compiler:
                 raise ValueError("schema compiler: 'integer' is supported only alone or next to 'number'")
             return f"_is_integer({v})"
         python = tuple(t for k in sorted(kinds - {"integer"}) for t in _PYTHON_TYPES[k])
-        types = python[0].__name__ if python in ((dict,), (list,), (str,)) else self._constant(python)
+        names = ", ".join("type(None)" if kind is type(None) else kind.__name__ for kind in python)
+        types = python[0].__name__ if python in ((dict,), (list,), (str,)) else self._constant(f"({names},)")
         if "boolean" in kinds or not {"number", "integer"} & kinds:
             return f"isinstance({v}, {types})"
         return f"(isinstance({v}, {types}) and not isinstance({v}, bool))"
@@ -208,13 +218,15 @@ class _Compiler:
 
     def _one_of_values(self, values: list[Any], v: str) -> str:
         if all(isinstance(value, str) for value in values):
-            return f"(isinstance({v}, str) and {v} in {self._constant(frozenset(values))})"
+            return f"(isinstance({v}, str) and {v} in {self._constant(_frozenset(values))})"
         return "(" + " or ".join(self._equal(value, v) for value in values) + ")"
 
     def _string(self, schema: dict[str, Any], v: str, *, guard: bool) -> Iterator[str]:
         tests = []
         if "pattern" in schema:
-            tests.append(f"{self._constant(re.compile(schema['pattern']).search)}({v}) is not None")
+            pattern = schema["pattern"]
+            re.compile(pattern)  # one Python cannot compile fails here, not in the generated module
+            tests.append(f"{self._constant(f'_re.compile({pattern!r}).search')}({v}) is not None")
         if "minLength" in schema:
             tests.append(f"len({v}) >= {schema['minLength']!r}")
         if "maxLength" in schema:
@@ -240,7 +252,7 @@ class _Compiler:
         required = schema.get("required", ())
         checks = [f"{key!r} in {v}" for key in required]
         if extra is False:
-            checks.append(f"{self._constant(frozenset(properties))}.issuperset({v})")
+            checks.append(f"{self._constant(_frozenset(properties))}.issuperset({v})")
         for key, member in properties.items():
             if member is not True:
                 item = f"{v}[{key!r}]"
@@ -258,8 +270,9 @@ class _Compiler:
             return "(" + " and ".join(self.expression(entry, v) for entry in entries) + ")"
         # Every entry is "if <tag> == const then ...": one dict lookup instead of one test per entry.
         table = {entry["if"]["properties"][tag]["const"]: self._call(entry["then"]) for entry in entries}
-        branches = self._constant({})
-        every = self._constant(())
+        branches = f"_c{len(self.constants)}_branches"
+        every = f"_c{len(self.constants)}_every"
+        self.constants.append(f"{branches}: dict[str, Any] = {{}}")
         check = self._function(
             None,
             body=[
@@ -270,7 +283,8 @@ class _Compiler:
                 "return branch is None or branch(v)",
             ],
         )
-        self.dispatch.append((branches, every, table))
+        self.dispatch.append(f"{branches}.update({{{', '.join(f'{k!r}: {f}' for k, f in table.items())}}})")
+        self.dispatch.append(f"{every} = ({''.join(f'{f}, ' for f in table.values())})")
         return f"{check}({v})"
 
 
@@ -297,13 +311,65 @@ def _tag_of(entry: Any) -> str | None:
     return str(required[0])
 
 
+def _frozenset(values: Any) -> str:
+    """Source for a frozenset of strings, sorted, so the generated text does not vary between runs."""
+    return f"frozenset(({''.join(f'{value!r}, ' for value in sorted(values))}))"
+
+
+_HEADER = '''"""The trace v2 schema's checks, generated from the schema by ``pytest_blackbox.trace.schema``.
+
+Do not edit; regenerate it with ``python -m pytest_blackbox.trace.schema > {path}``.
+It is used only while ``SCHEMA_SHA256`` is the schema file's (else the schema is compiled).
+"""
+
+# fmt: off
+# ruff: noqa
+# mypy: ignore-errors
+from __future__ import annotations
+
+import re as _re
+from typing import Any
+
+from pytest_blackbox.trace.schema import _is_integer, _is_number
+
+SCHEMA_SHA256 = {digest!r}
+
+'''
+
+
+def _schema_digest() -> str:
+    return hashlib.sha256(schema_path().read_bytes()).hexdigest()
+
+
+def checks_module_text() -> str:
+    """The generated module's text for the schema file as it is now."""
+    path = "pytest_blackbox/trace/schema_checks.py"
+    return _HEADER.format(path=path, digest=_schema_digest()) + _Compiler(_schema()).text
+
+
 @lru_cache(maxsize=1)
-def _compiled() -> _Compiler:
-    return _Compiler(_schema())
+def _compiled() -> tuple[dict[str, Check], Check]:
+    """The check of each ``$defs`` entry and of the whole schema: the generated module's when it was
+    generated from this schema file, else compiled now (an edited schema in a checkout; compiling
+    costs a few milliseconds per process)."""
+    try:
+        digest = _schema_digest()
+    except OSError as exc:
+        raise BlackboxError(
+            f"the trace v2 schema `{schema_path()}` could not be read ({exc.__class__.__name__}); "
+            "reinstall pytest-blackbox"
+        ) from exc
+    from . import schema_checks  # it imports this module's number checks
+
+    namespace: dict[str, Any] = vars(schema_checks)
+    if namespace.get("SCHEMA_SHA256") != digest:
+        namespace = {}
+        exec(compile(checks_module_text(), "<trace v2 schema>", "exec"), namespace)
+    return namespace["DEFINITIONS"], namespace["ROOT"]
 
 
 def _is_valid_fast(document: Any) -> bool:
-    return _compiled().root(document)
+    return _compiled()[1](document)
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,7 +488,7 @@ def validate_top_level(doc: Any, *, path: str | None = None) -> None:
 
 def validate_step(step: Any, index: int, *, path: str | None = None) -> None:
     """Raise ``CassetteSchemaError`` unless ``step``, the step at ``index``, matches the schema."""
-    if _compiled().compiled["step"](step):
+    if _compiled()[0]["step"](step):
         return
     error = _step_error(step)
     if error is not None:
@@ -440,3 +506,7 @@ def validate_schema(doc: Any, *, path: str | None = None) -> None:
     steps = doc.get("steps") if isinstance(doc, dict) else None
     for index, step in enumerate(steps if isinstance(steps, list) else ()):
         validate_step(step, index, path=path)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(checks_module_text())

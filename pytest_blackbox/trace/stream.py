@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from .strictjson import SAFE_INTEGER, Refused, number_float, number_int, refuse_constant, unique_object
 
-__all__ = ["Member", "NotStreamable", "Step", "stream_cassette"]
+__all__ = ["Member", "NotStreamable", "Step", "stream_cassette", "stream_text"]
 
 #: Bytes read at a time; a value longer than the text held is read in growing pieces.
 CHUNK = 1 << 20
@@ -81,14 +81,15 @@ class _Numbers:
 
 
 class _Reader:
-    """A window of decoded text over the file, grown as a value needs it and trimmed as it is consumed."""
+    """A window of decoded text over the file, grown as a value needs it and trimmed as it is consumed;
+    or, with no file, the whole text already read."""
 
-    def __init__(self, handle: BinaryIO) -> None:
+    def __init__(self, handle: BinaryIO | None, text: str = "") -> None:
         self.handle = handle
         self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self.text = ""
+        self.text = text
         self.pos = 0
-        self.eof = False
+        self.eof = handle is None
         self.numbers = _Numbers()
         self.scan = json.JSONDecoder(
             object_pairs_hook=unique_object,
@@ -99,7 +100,7 @@ class _Reader:
 
     def fill(self) -> None:
         """Read more: at least as much again as is held, so a long value is re-scanned a few times only."""
-        if self.eof:
+        if self.eof or self.handle is None:
             raise NotStreamable("incomplete")
         data = self.handle.read(max(CHUNK, len(self.text) - self.pos))
         self.eof = not data
@@ -207,11 +208,19 @@ def stream_cassette(path: str) -> Iterator[Member | Step]:
     except (OSError, ValueError):
         raise NotStreamable("cannot open") from None
     try:
-        reader = _Reader(handle)
-        yield from _members(reader)
-        if reader.peek() != "":
-            raise NotStreamable("extra data")
+        yield from _document(_Reader(handle))
     except OSError:
         raise NotStreamable("cannot read") from None
     finally:
         handle.close()
+
+
+def stream_text(text: str) -> Iterator[Member | Step]:
+    """:func:`stream_cassette` over a cassette's text already read (its bytes decoded as UTF-8)."""
+    return _document(_Reader(None, text))
+
+
+def _document(reader: _Reader) -> Iterator[Member | Step]:
+    yield from _members(reader)
+    if reader.peek() != "":
+        raise NotStreamable("extra data")

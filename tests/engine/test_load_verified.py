@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -122,6 +123,25 @@ def test_an_unchanged_cassette_is_checked_once_and_an_edited_one_again(
 
 
 @pytest.mark.parametrize("flavor", [("anthropic", False)], indirect=True)
+def test_an_edit_that_keeps_the_size_and_times_is_checked_again(recorded: tuple[Path, Run, str]) -> None:
+    """The shared check is keyed by the bytes read, not the file's metadata: one digit changed in
+    place, with the modification time put back, is still found."""
+    path, _, _ = recorded
+    assert load_verified(path)[1] is not None
+    before = path.stat()
+    text = path.read_text(encoding="utf-8")
+    edited = text.replace('"tempC": 21', '"tempC": 29', 1)
+    assert edited != text and len(edited) == len(text)
+    path.write_text(edited, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    report, trace = load_verified(path)
+    assert trace is None
+    assert report.first_failure is not None
+    assert report.first_failure.name == "hash_chain"
+
+
+@pytest.mark.parametrize("flavor", [("anthropic", False)], indirect=True)
 def test_a_settled_cassette_is_known_by_its_metadata_until_it_changes(
     recorded: tuple[Path, Run, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -133,7 +153,6 @@ def test_a_settled_cassette_is_known_by_its_metadata_until_it_changes(
     with monkeypatch.context() as unreadable:
         unreadable.setattr(Path, "read_bytes", _refuse_to_read)
         assert load_cassette(path) is first
-        assert load_verified(path)[1] is not None  # its verify reads the file; the digests do not
     edit_step(path, 3, "result", {"city": "Paris", "tempC": 99})
     with pytest.raises(CassetteError, match="hash"):
         load_cassette(path)
@@ -144,10 +163,10 @@ def test_a_cassette_hashed_right_after_it_changed_is_read_again(tmp_path: Path) 
     changed shortly before it was hashed is never known by its metadata."""
     path = tmp_path / "run.json"
     path.write_text("{}", encoding="utf-8")
-    assert cassettes._digest(path) == hashlib.sha256(b"{}").hexdigest()
+    assert cassettes._fingerprint(path)[0] == hashlib.sha256(b"{}").hexdigest()
     assert str(path) not in cassettes._FINGERPRINTS
     path.write_text("[]", encoding="utf-8")  # the same size, at once
-    assert cassettes._digest(path) == hashlib.sha256(b"[]").hexdigest()
+    assert cassettes._fingerprint(path)[0] == hashlib.sha256(b"[]").hexdigest()
 
 
 def _refuse_to_read(self: Path) -> bytes:

@@ -345,6 +345,32 @@ def test_the_first_bad_step_is_reported() -> None:
     assert caught.value.pointer == "/steps/2"
 
 
+def test_the_generated_checks_are_the_compiled_schema() -> None:
+    """The shipped module is what the compiler writes for the schema file, and is the one used."""
+    shipped = Path(schema_module.__file__).with_name("schema_checks.py").read_text(encoding="utf-8")
+    command = "python -m pytest_blackbox.trace.schema > pytest_blackbox/trace/schema_checks.py"
+    assert shipped == schema_module.checks_module_text(), f"the schema changed: run {command}"
+    assert schema_module._compiled()[1].__module__ == "pytest_blackbox.trace.schema_checks"
+
+
+def test_a_schema_the_checks_were_not_generated_from_is_compiled_when_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_blackbox.trace import schema_checks
+
+    schema_module._compiled.cache_clear()
+    monkeypatch.setattr(schema_checks, "SCHEMA_SHA256", "0" * 64)
+    try:
+        assert schema_module._compiled()[1].__code__.co_filename == "<trace v2 schema>"
+        document = _fresh()
+        validate_schema(document)
+        document["steps"][2]["payload"]["text"] = 1
+        with pytest.raises(CassetteSchemaError):
+            validate_schema(document)
+    finally:
+        schema_module._compiled.cache_clear()
+
+
 def test_an_unsupported_schema_keyword_stops_the_compiler() -> None:
     with pytest.raises(ValueError, match="unsupported keywords"):
         schema_module._Compiler({"type": "object", "maxProperties": 3})
