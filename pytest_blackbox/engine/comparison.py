@@ -210,7 +210,7 @@ class Comparison:
             return None
         if None in actual[1] or actual != parts:
             return False
-        self._message_texts = list(parts[1])  # equal texts: the recorded objects, compared by identity
+        self._message_texts = parts[1]  # equal texts: the recorded objects (read only), compared by identity
         return True
 
     def _rest_text(self, rest: dict[Any, Any]) -> str | None:
