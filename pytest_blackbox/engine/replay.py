@@ -244,10 +244,7 @@ class ReplayCursor:
         thread made last) first: equal arguments anywhere, then the name alone.
         """
         rounds = [] if self.pre_settled else [self.run.pre]
-        if len(self._open) == 1:  # a sequential run's one open round
-            rounds += [turn.pairs for turn in self._open]
-        else:
-            rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
+        rounds += [t.pairs for t in sorted(self._open, key=lambda t: (t.number != prefer, t.number))]
         named = [p for pairs in rounds for p in pairs if not p.claimed and p.name == name]
         view = self.compare.tool_view(name, tool_input)
         exact = next((p for p in named if self.compare.same_tool_input(name, p.tool_input, view)), None)
