@@ -26,8 +26,12 @@ each against its own floor: the same client with prebuilt answers in place of th
 Every batch makes about ``--budget`` model calls (``--budget // N`` runs, at least 2), recorded
 batches ``--live-budget``.
 
-Each figure is the best of ``--repeat`` timed batches (the machine's noise only ever adds time),
-timed by the process's CPU time (``--clock cpu``, the default: on a shared machine other jobs barely
+Each run is timed on its own, the variants taking turns run by run (A B C, then C B A, …), for
+``--repeat`` batches of each; a figure is a batch's worth of the variant's lower-decile run (the
+run time that 10 % of its runs beat, times the runs of a batch). On a shared machine another job's
+burst of work stretches the few runs it lands on, not a whole batch, and a variant's figure then
+moves by about 1 % between runs of the script, where the best of a few whole batches moved by 10 %.
+Runs are timed by the process's CPU time (``--clock cpu``, the default: on a shared machine other jobs barely
 move it, while they can stretch wall time many times over; it counts every thread, the fake
 provider's included, and not the time spent waiting for the disk) or by the wall clock
 (``--clock wall``).
@@ -39,7 +43,7 @@ every variant pays, so "vcrpy / floor" bounds how much faster than vcrpy any rep
 cProfile of the Blackbox replay batch. ``--own`` also prints the CPU time spent inside pytest-blackbox's
 entry points during a replay batch (``OWN``: the intercepted model calls, the wrapped tools, the
 session's start and finish), the best of ``--repeat`` batches: the part of "over the floor" that is
-blackbox's own work, which moves far less with the machine's load than the difference of two batches.
+blackbox's own work.
 
 Run: ``python bench/replay_bench.py [--calls 10,50,200] [--budget 1000] [--live-budget 300] [--repeat 5]
 [--ints] [--profile] [--own] [--clock cpu|wall] [--roads]``.
@@ -121,13 +125,12 @@ def best_of(repeat: int, batch: Callable[[], object]) -> float:
 # -- the variants ----------------------------------------------------------------------------------
 
 
-def blackbox_replay(cassette: Path, client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
-    def batch() -> None:
-        for _ in range(runs):
-            with blackbox(mode="replay", cassette=cassette) as session:
-                session.finish(result=agent(client, session.tools({"lookup": lookup})))
+def blackbox_replay(cassette: Path, client: anthropic.Anthropic) -> Callable[[], None]:
+    def run() -> None:
+        with blackbox(mode="replay", cassette=cassette) as session:
+            session.finish(result=agent(client, session.tools({"lookup": lookup})))
 
-    return batch
+    return run
 
 
 def prebuilt(bodies: list[bytes]) -> Callable[[ModelRequest], Reply]:
@@ -136,7 +139,7 @@ def prebuilt(bodies: list[bytes]) -> Callable[[ModelRequest], Reply]:
     return lambda request: Reply(200, next(answers))
 
 
-def floor_replay(bodies: list[bytes], base_url: str, runs: int) -> Callable[[], None]:
+def floor_replay(bodies: list[bytes], base_url: str) -> Callable[[], None]:
     """The SDK alone: its client on a ``MockTransport`` that hands out the prebuilt answers in turn."""
     answers: list[Iterator[bytes]] = []
     headers = {"content-type": "application/json"}
@@ -147,41 +150,47 @@ def floor_replay(bodies: list[bytes], base_url: str, runs: int) -> Callable[[], 
         api_key="floor", base_url=base_url, max_retries=0, http_client=httpx2.Client(transport=transport)
     )
 
-    def batch() -> None:
-        for _ in range(runs):
-            answers.append(iter(bodies))
+    def run() -> None:
+        answers[:] = [iter(bodies)]
+        agent(client, {"lookup": lookup})
+
+    return run
+
+
+def interception_replay(bodies: list[bytes], client: anthropic.Anthropic) -> Callable[[], None]:
+    def run() -> None:
+        with Interceptor(prebuilt(bodies), routes=ROUTES):
             agent(client, {"lookup": lookup})
 
-    return batch
+    return run
 
 
-def interception_replay(bodies: list[bytes], client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
+def vcr_replay(cassette: Path, client: anthropic.Anthropic) -> Callable[[], None]:
+    def run() -> None:
+        with vcr.use_cassette(str(cassette), record_mode="none"):
+            agent(client, {"lookup": lookup})
+
+    return run
+
+
+def live(fake: FakeProvider, client: anthropic.Anthropic, out: Path | None) -> Callable[[], None]:
+    def run() -> None:
+        script(fake)
+        if out is None:
+            agent(client, {"lookup": lookup})
+            return
+        with blackbox(mode="record", out=out) as session:
+            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+
+    return run
+
+
+def batch_of(run: Callable[[], None], runs: int) -> Callable[[], None]:
+    """``runs`` runs in a row (what ``--own`` and ``--profile`` time as one)."""
+
     def batch() -> None:
         for _ in range(runs):
-            with Interceptor(prebuilt(bodies), routes=ROUTES):
-                agent(client, {"lookup": lookup})
-
-    return batch
-
-
-def vcr_replay(cassette: Path, client: anthropic.Anthropic, runs: int) -> Callable[[], None]:
-    def batch() -> None:
-        for _ in range(runs):
-            with vcr.use_cassette(str(cassette), record_mode="none"):
-                agent(client, {"lookup": lookup})
-
-    return batch
-
-
-def live(fake: FakeProvider, client: anthropic.Anthropic, runs: int, out: Path | None) -> Callable[[], None]:
-    def batch() -> None:
-        for _ in range(runs):
-            script(fake)
-            if out is None:
-                agent(client, {"lookup": lookup})
-                continue
-            with blackbox(mode="record", out=out) as session:
-                session.finish(result=agent(client, session.tools({"lookup": lookup})))
+            run()
 
     return batch
 
@@ -193,7 +202,7 @@ def prepare(work: Path, fake: FakeProvider) -> tuple[Path, Path, list[bytes]]:
     """A Blackbox cassette, a vcrpy cassette and the floor's prebuilt answers, all of the same run."""
     client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
     cassette = work / "run.json"
-    live(fake, client, 1, cassette)()
+    live(fake, client, cassette)()
     vcr_cassette = work / "run.vcr.yaml"
     script(fake)
     with vcr.use_cassette(str(vcr_cassette), record_mode="all"):
@@ -266,14 +275,26 @@ def own_time(repeat: int, batch: Callable[[], object]) -> dict[str, float]:
     return best or {}
 
 
-def interleaved(repeat: int, batches: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """The best time of each batch over ``repeat`` rounds, every round running each batch once in turn,
-    so a busy moment of the shared machine costs every variant alike."""
-    times: dict[str, list[float]] = {name: [] for name in batches}
-    for _ in range(repeat):
-        for name, batch in batches.items():
-            times[name].append(best_of(1, batch))
-    return {name: min(values) for name, values in times.items()}
+#: Which of a variant's run times stands for it: the one that this share of its runs beat.
+QUANTILE = 0.1
+
+
+def interleaved(repeat: int, runs: int, variants: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Each variant's time for a batch of ``runs`` runs: ``runs`` times its lower-decile run, of
+    ``repeat * runs`` runs timed one by one, the variants taking turns run by run (in one order, then
+    the reverse), so a busy moment of the shared machine lands on every variant alike."""
+    now = _clock["now"]
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants.items())
+    for run in variants.values():  # warm: caches filled, the cassette's check remembered
+        run()
+    gc.collect()
+    for turn in range(repeat * runs):
+        for name, run in order if turn % 2 == 0 else reversed(order):
+            start = now()
+            run()
+            times[name].append(now() - start)
+    return {name: runs * sorted(values)[int(QUANTILE * (len(values) - 1))] for name, values in times.items()}
 
 
 def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int) -> Results:
@@ -286,11 +307,12 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int
     served = len(fake.requests)
     replays = interleaved(
         args.repeat,
+        runs,
         {
-            "ours": blackbox_replay(cassette, client, runs),
-            "floor": floor_replay(bodies, fake.base_url, runs),
-            "interception": interception_replay(bodies, client, runs),
-            "vcr": vcr_replay(vcr_cassette, client, runs),
+            "ours": blackbox_replay(cassette, client),
+            "floor": floor_replay(bodies, fake.base_url),
+            "interception": interception_replay(bodies, client),
+            "vcr": vcr_replay(vcr_cassette, client),
         },
     )
     if len(fake.requests) != served:
@@ -298,15 +320,14 @@ def measure(args: argparse.Namespace, work: Path, fake: FakeProvider, calls: int
     cold_load = best_of(args.repeat, lambda: load_trace(cassette))
     lives = interleaved(
         args.repeat,
-        {
-            "plain": live(fake, client, live_runs, None),
-            "recorded": live(fake, client, live_runs, work / "rec.json"),
-        },
+        live_runs,
+        {"plain": live(fake, client, None), "recorded": live(fake, client, work / "rec.json")},
     )
-    own = own_time(args.repeat, blackbox_replay(cassette, client, runs)) if args.own else None
+    replay = batch_of(blackbox_replay(cassette, client), runs)
+    own = own_time(args.repeat, replay) if args.own else None
     if args.profile:
-        profile(blackbox_replay(cassette, client, runs))
-        profile(live(fake, client, live_runs, work / "rec.json"))
+        profile(replay)
+        profile(batch_of(live(fake, client, work / "rec.json"), live_runs))
     return Results(
         calls,
         runs,
@@ -351,17 +372,15 @@ def measure_road(
     floor_client = road.floor(fake.base_url, next_body)
 
     def replay() -> None:
-        for _ in range(runs):
-            with blackbox(mode="replay", cassette=cassette) as session:
-                session.finish(result=road.run(client, calls, session.tools({"lookup": lookup})))
+        with blackbox(mode="replay", cassette=cassette) as session:
+            session.finish(result=road.run(client, calls, session.tools({"lookup": lookup})))
 
     def floor() -> None:
-        for _ in range(runs):
-            answers.append(iter(bodies))
-            road.run(floor_client, calls, {"lookup": lookup})
+        answers[:] = [iter(bodies)]
+        road.run(floor_client, calls, {"lookup": lookup})
 
     served = len(fake.requests)
-    times = interleaved(args.repeat, {"ours": replay, "floor": floor})
+    times = interleaved(args.repeat, runs, {"ours": replay, "floor": floor})
     if len(fake.requests) != served:
         raise RuntimeError(f"a replay of the {road.name} road reached the fake provider")
     return RoadResult(road.name, calls, runs, times["ours"], times["floor"])
@@ -443,7 +462,7 @@ def report(r: Results) -> None:
     variant pays; the overhead above it is what a replay tool adds.
     """
     calls = r.runs * r.calls
-    print(f"replay, {r.runs} runs x {r.calls} model calls (best batch):")
+    print(f"replay, {r.runs} runs x {r.calls} model calls (a batch of lower-decile runs):")
     variants = (
         ("blackbox replay", r.ours),
         ("floor (mock)", r.floor),
@@ -463,7 +482,10 @@ def report(r: Results) -> None:
     if r.own is not None:
         parts = ", ".join(f"{label} {seconds * 1e6 / calls:.0f}" for label, seconds in r.own.items())
         print(f"  inside pytest-blackbox: {sum(r.own.values()) * 1e6 / calls:.0f} µs/call ({parts})")
-    print(f"record, {r.live_runs} live runs x {r.calls} model calls against the fake provider (best batch):")
+    print(
+        f"record, {r.live_runs} live runs x {r.calls} model calls against the fake provider "
+        "(a batch of lower-decile runs):"
+    )
     added = (r.recorded - r.plain) * 1e3 / r.live_runs
     print(f"  live, recorded    {r.recorded * 1e3:8.1f} ms  ({added:.1f} ms added per run, writing included)")
     print(f"  live, plain       {r.plain * 1e3:8.1f} ms")

@@ -169,6 +169,9 @@ class _Checks:
         self.early_success: int | None = None
         self.rounds = ToolRounds()
         self.last: Any = None
+        #: The containers the depth check walked (``nested_too_deeply``), while the steps stay alive:
+        #: kept here, or held by the caller of :func:`_check_document`.
+        self.walked: dict[int, int] | None = {} if keep else None
 
     def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
         return InvariantResult(name, "fail", mask(str(exc), self.keys), exc.step_index)
@@ -201,7 +204,7 @@ class _Checks:
         # what loading and replaying refuse, verify fails too; a step holding no more objects and
         # arrays than the limit cannot nest deeper than it, and is not walked
         fits = containers is not None and containers <= MAX_NESTING
-        if not fits and nested_too_deeply(step):
+        if not fits and nested_too_deeply(step, walked=self.walked):
             return InvariantResult("schema_version", "fail", f"step {position} is {TOO_DEEP}", position)
         try:
             validate_step(step, position, path=self.path)
@@ -285,6 +288,7 @@ def _only_provider_keys(value: Any, position: int | None) -> bool:
 
 def _check_document(doc: Any, path: str | None, keys: Sequence[str], text: str | None) -> _Checks:
     checks = _Checks(path, keys, text=text, keep=False)
+    checks.walked = {}  # the caller holds ``doc`` for the whole check
     if not isinstance(doc, dict):
         checks.is_object = False
         return checks

@@ -61,7 +61,29 @@ _fast_canonical = json.JSONEncoder(
     sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
 ).encode
 _fast_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_fast_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
+_stdlib_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
+
+
+def _pretty_encoder() -> Any:
+    """The indenting encoder of a value made ready for it (:func:`_as_javascript_writes`).
+
+    The standard library indents in pure Python, about 40 µs a message of a conversation, which made
+    writing the cassette most of what recording a run costs. orjson (the ``fast`` extra; LangChain,
+    LangGraph and DSPy install it too) writes the same text at C speed: a ready value holds only
+    exact dicts with string keys, lists, strings, integers within ±2**53, floats that are not integral
+    and not below 1e-4 in magnitude (whose shortest digits both write as a plain decimal), booleans
+    and ``None``, which both write byte for byte alike. Anything it refuses (nesting deeper than it
+    goes) is written by the exact slow path, like anything else that is not ready.
+    """
+    try:
+        import orjson
+    except ImportError:
+        return _stdlib_pretty
+    dumps, indent = orjson.dumps, orjson.OPT_INDENT_2
+    return lambda value: dumps(value, option=indent).decode("utf-8")
+
+
+_fast_pretty = _pretty_encoder()
 _encode_str = json.JSONEncoder(ensure_ascii=False).encode
 _BYTES = (bytes, bytearray)
 
@@ -132,7 +154,7 @@ def is_array_index(key: str) -> bool:
 def js_keys(mapping: Mapping[str, Any]) -> list[str]:
     """An object's keys in JavaScript's order: array indexes ascending, then the others as inserted."""
     keys = list(mapping)
-    indexes = [key for key in keys if isinstance(key, str) and is_array_index(key)]
+    indexes = [key for key in keys if isinstance(key, str) and key[:1].isdigit() and is_array_index(key)]
     if not indexes:
         return keys
     indexes.sort(key=int)
@@ -414,6 +436,8 @@ def _pretty_composed(value: Any, level: int, texts: dict[int, tuple[Any, str]]) 
         inner = "\n" + "  " * (level + 1)
         items = (_pretty_composed(item, level + 1, texts) for item in value)
         return "[" + inner + ("," + inner).join(items) + "\n" + "  " * level + "]"
+    if kind is str:  # a step's id, type and hashes: written as they are, without a walk
+        return _js_string(value)
     if kind is not dict and kind is not list:
         return _prepared(value, _fast_pretty, "  ", sort=False)
     entry = texts.get(id(value))
@@ -474,11 +498,17 @@ TOO_DEEP: Final = (
 )
 
 
-def nested_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
+def nested_too_deeply(value: Any, limit: int = MAX_NESTING, walked: dict[int, int] | None = None) -> bool:
     """Whether ``value`` nests objects and arrays more than ``limit`` levels (walked without recursion).
 
     Walked level by level, keeping only the containers of each level: a cassette's steps are mostly
     strings and numbers, which are looked at once and never queued.
+
+    ``walked`` remembers, across the calls given it, each container walked (by identity) and the
+    deepest level it was found at; one found again no deeper is not walked again. A recording's
+    ``model_input`` steps hold the very message objects of the steps before them, so checking a
+    recorded run walks each message once, not once per later step. Only for values that stay alive
+    (and unchanged) as long as ``walked`` is used: an identity must not be reused meanwhile.
     """
     level = [value] if isinstance(value, _CONTAINERS) else []
     depth = 0
@@ -487,6 +517,10 @@ def nested_too_deeply(value: Any, limit: int = MAX_NESTING) -> bool:
             return True
         below: list[Any] = []
         for item in level:
+            if walked is not None:
+                if walked.get(id(item), -1) >= depth:
+                    continue  # its levels were walked from this deep or deeper, and fitted
+                walked[id(item)] = depth
             children = item.values() if isinstance(item, dict) else item
             below += [child for child in children if isinstance(child, _CONTAINERS)]
         level = below

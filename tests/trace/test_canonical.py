@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_blackbox.trace import canonical
 from pytest_blackbox.trace.canonical import (
     SharedCanonical,
     canonical_json,
@@ -212,10 +215,39 @@ def test_canonical_json_matches_the_reference(value: Any) -> None:
     assert canonical_json(value) == ref_json(value)
 
 
+#: The indenting encoders ``pretty_json`` may write a ready value with: orjson's where it is
+#: installed (it is in the test environment), else the standard library's; both must give the same text.
+PRETTY_ENCODERS = {"standard library": canonical._stdlib_pretty, "preferred": canonical._pretty_encoder()}
+
+
+@pytest.mark.parametrize("encoder", PRETTY_ENCODERS.values(), ids=list(PRETTY_ENCODERS))
 @settings(max_examples=150, deadline=None)
-@given(json_values)
-def test_pretty_json_matches_the_reference(value: Any) -> None:
-    assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+@given(value=json_values)
+def test_pretty_json_matches_the_reference(encoder: Any, value: Any) -> None:
+    with mock.patch.object(canonical, "_fast_pretty", encoder):
+        assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+        assert canonical.pretty_json_shared({"a": [value, value]}) == ref_json(
+            {"a": [value, value]}, gap="  ", sort=False
+        )
+
+
+def test_pretty_json_indents_with_orjson_where_it_is_installed() -> None:
+    """The ``fast`` extra's encoder is the one used, and without it the standard library's."""
+    orjson = pytest.importorskip("orjson")
+    preferred = PRETTY_ENCODERS["preferred"]
+    assert preferred is not canonical._stdlib_pretty
+    assert preferred([1, {"a": 0.5}]) == orjson.dumps([1, {"a": 0.5}], option=orjson.OPT_INDENT_2).decode()
+    with mock.patch.dict(sys.modules, {"orjson": None}):  # as if it were not installed
+        assert canonical._pretty_encoder() is canonical._stdlib_pretty
+
+
+def test_pretty_json_writes_what_orjson_refuses_on_the_exact_path() -> None:
+    """orjson stops at 255 levels of nesting; such a value is written exactly all the same."""
+    value: Any = 0.5
+    for _ in range(300):
+        value = [value]
+    with mock.patch.object(canonical, "_fast_pretty", PRETTY_ENCODERS["preferred"]):
+        assert pretty_json(value) == json.dumps(value, indent=2)
 
 
 @settings(max_examples=150, deadline=None)
@@ -236,11 +268,13 @@ float_heavy_values = st.recursive(
 )
 
 
+@pytest.mark.parametrize("encoder", PRETTY_ENCODERS.values(), ids=list(PRETTY_ENCODERS))
 @settings(max_examples=150, deadline=None)
-@given(float_heavy_values)
-def test_integral_floats_are_written_as_javascript_does_by_every_writer(value: Any) -> None:
+@given(value=float_heavy_values)
+def test_integral_floats_are_written_as_javascript_does_by_every_writer(encoder: Any, value: Any) -> None:
     assert canonical_json(value) == ref_json(value)
-    assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
+    with mock.patch.object(canonical, "_fast_pretty", encoder):
+        assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
     assert js_stringify(value) == ref_json(value, sort=False)
 
 
@@ -437,6 +471,21 @@ def test_nested_too_deeply_counts_containers_from_the_top(kind: str) -> None:
     assert nested_too_deeply([0, {"b": [nested(limit - 1)]}], limit)
     assert not nested_too_deeply("text", 0)
     assert nested_too_deeply([], 0)
+
+
+def test_nested_too_deeply_walks_a_shared_value_again_only_where_it_lies_deeper() -> None:
+    """With ``walked``, a container already walked is skipped where it lies no deeper, and walked
+    again where it lies deeper (the steps of a recording share their messages)."""
+    shared: Any = "leaf"
+    for _ in range(3):
+        shared = [shared]  # three levels
+    walked: dict[int, int] = {}
+    limit = 5
+    assert not nested_too_deeply({"a": shared}, limit, walked)  # four levels
+    assert walked[id(shared)] == 1
+    assert not nested_too_deeply({"b": shared}, limit, walked)  # found again as deep: not walked
+    assert nested_too_deeply([[{"c": shared}]], limit, walked)  # six levels: walked again, too deep
+    assert nested_too_deeply([[{"c": shared}]], limit, {}) and not nested_too_deeply({"a": shared}, limit)
 
 
 def test_same_encoded_is_true_only_for_values_canonical_json_writes_alike() -> None:
