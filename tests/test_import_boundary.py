@@ -1,7 +1,8 @@
 """The package's layers may only import downwards; this walks every module's syntax tree to prove it.
 
 The analysis side (``trace/`` and ``analysis/``) can never reach a model, a tool or the network: it
-imports the standard library (minus its network and subprocess modules), ``jsonschema`` and itself.
+imports the standard library (minus its network and subprocess modules), ``jsonschema``, ``orjson``
+(the optional encoder of the cassette's text) and itself.
 Each execution-side folder may import only the layers its role needs, and only ``plugin/`` imports
 pytest. The rules live in one table, so the guarantee holds by construction rather than by review.
 """
@@ -33,7 +34,7 @@ NETWORK = {
 LAYERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "vocabulary": (frozenset(), frozenset()),
     "importwatch": (frozenset(), frozenset()),
-    "trace": (frozenset({"trace"}), frozenset({"jsonschema"})),
+    "trace": (frozenset({"trace"}), frozenset({"jsonschema", "orjson"})),
     "analysis": (frozenset({"trace", "analysis"}), frozenset({"jsonschema"})),
     "errors": (frozenset({"trace"}), frozenset()),
     "version": (frozenset(), frozenset()),
@@ -134,7 +135,8 @@ def _violation(layer: str, module: str) -> str | None:
     if top in sys.stdlib_module_names or top == "__future__" or top in third_party:
         return None
     if analysis:
-        return f"`{module}` is not in the standard library (only jsonschema is allowed)"
+        allowed_here = " and ".join(sorted(third_party))
+        return f"`{module}` is not in the standard library (only {allowed_here} allowed)"
     return None  # execution-side folders may use their optional libraries, imported where needed
 
 
@@ -179,7 +181,8 @@ def test_each_layer_imports_only_what_its_role_needs(layer: str) -> None:
         ("analysis", "from ..cli import main", "`pytest_blackbox.cli` is outside"),
         ("analysis", "from pytest_blackbox.plugin import x", "`pytest_blackbox.plugin` is outside"),
         ("trace", "from ..errors import SecretLeakError", "`pytest_blackbox.errors` is outside"),
-        ("analysis", "import yaml", "`yaml` is not in the standard library (only jsonschema is allowed)"),
+        ("analysis", "import yaml", "`yaml` is not in the standard library (only jsonschema allowed)"),
+        ("trace", "import yaml", "`yaml` is not in the standard library (only jsonschema and orjson"),
         ("trace", "import importlib\nimportlib.import_module('httpx')", "a dynamic import"),
         ("engine", "import pytest", "only plugin/ imports"),
         ("providers", "from ..engine import session", "`pytest_blackbox.engine` is outside"),

@@ -16,7 +16,7 @@ from typing import Any
 from ..analysis.jsondiff import format_path
 from ..analysis.verify import verify_trace
 from ..errors import BlackboxError, BlackboxUsageError, CassetteError, SecretLeakError
-from ..trace.io import save_trace
+from ..trace.io import cassette_text, save_text
 from ..trace.model import Terminal, Trace, TraceStep
 from ..trace.payloads import (
     agent_error,
@@ -166,9 +166,14 @@ def cassette_out(options: SessionOptions) -> Path:
     return out
 
 
-def write_refusal(trace: Trace, secrets: KnownKeys, mask: Callable[[str], str]) -> BlackboxError | None:
-    """Why this cassette must not be written (it holds a known key, or fails verify), or ``None``."""
-    if _contains_secret(trace, secrets):
+def write_refusal(
+    trace: Trace, secrets: KnownKeys, mask: Callable[[str], str], text: str | None = None
+) -> BlackboxError | None:
+    """Why this cassette must not be written (it holds a known key, or fails verify), or ``None``.
+
+    ``text``: the file's text (``cassette_text``), when made already; it is looked in for keys.
+    """
+    if _contains_secret(trace, secrets, text):
         return _leak(trace, secrets)
     failure = verify_trace(trace, api_keys=sorted(secrets)).first_failure
     if failure is not None:
@@ -178,7 +183,9 @@ def write_refusal(trace: Trace, secrets: KnownKeys, mask: Callable[[str], str]) 
     return None
 
 
-_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+#: What a JSON writer may escape: quotes, backslashes, control characters, and lone surrogates (which
+#: the cassette's writer escapes as JavaScript does, where ``json.dumps`` leaves them raw).
+_JSON_ESCAPED = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
 
 
 def _leak(trace: Trace, secrets: KnownKeys) -> SecretLeakError:
@@ -215,17 +222,20 @@ def _find(value: Any, wanted: list[str], path: list[str | int]) -> tuple[str, li
     return None
 
 
-def _contains_secret(trace: Trace, secrets: Iterable[str]) -> bool:
-    """``contains_secret``, with a C-speed first look at the whole trace as JSON text.
+def _contains_secret(trace: Trace, secrets: Iterable[str], text: str | None = None) -> bool:
+    """``contains_secret``, with a C-speed first look at the whole trace as JSON text: ``text``, the
+    cassette file's (which a recording writes next), or else the trace's ``json.dumps``.
 
-    A secret free of characters JSON escapes appears verbatim in the text of any string holding it,
-    so when none is in the text there is none in the trace; only a hit is confirmed by the exact walk.
+    A secret free of characters JSON writers escape appears verbatim in the text of any string holding
+    it, so when none is in the text there is none in the trace; only a hit is confirmed by the exact
+    walk, and a secret that holds such a character is looked for by the walk alone.
     """
     wanted = known_secrets(secrets)
     if not wanted:
         return False
     if not any(_JSON_ESCAPED.search(secret) for secret in wanted):
-        text = json.dumps(trace, ensure_ascii=False, check_circular=False)
+        if text is None:
+            text = json.dumps(trace, ensure_ascii=False, check_circular=False)
         if not any(secret in text for secret in wanted):
             return False
     return contains_secret(trace, wanted)
@@ -243,10 +253,14 @@ def write_cassette(
 ) -> RunReport:
     """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
     trace, terminal = recording.close(terminal_of)
-    problem = recording.unreplayable() or write_refusal(trace, secrets, mask)
+    problem = recording.unreplayable()
+    text = ""
+    if problem is None:
+        text = cassette_text(trace, out)
+        problem = write_refusal(trace, secrets, mask, text)
     if problem is not None:
         raise keep(problem)
-    save_trace(trace, out)
+    save_text(text, out)
     return RunReport.of(mode, out, len(trace["steps"]), terminal)
 
 

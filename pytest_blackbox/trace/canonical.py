@@ -8,11 +8,12 @@ wrong byte). See docs/cassette-format.md#the-hash-chain.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
@@ -64,16 +65,14 @@ _fast_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 _stdlib_pretty = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).encode
 
 
-def _pretty_encoder() -> Any:
-    """The indenting encoder of a value made ready for it (:func:`_as_javascript_writes`).
-
-    The standard library indents in pure Python, about 40 µs a message of a conversation, which made
-    writing the cassette most of what recording a run costs. orjson (the ``fast`` extra; LangChain,
-    LangGraph and DSPy install it too) writes the same text at C speed: a ready value holds only
-    exact dicts with string keys, lists, strings, integers within ±2**53, floats that are not integral
-    and not below 1e-4 in magnitude (whose shortest digits both write as a plain decimal), booleans
-    and ``None``, which both write byte for byte alike. Anything it refuses (nesting deeper than it
-    goes) is written by the exact slow path, like anything else that is not ready.
+@functools.cache
+def _pretty_encoder() -> Callable[[Any], str]:
+    """The indenting encoder of a value made ready for it (:func:`_as_javascript_writes`): orjson's
+    (the ``fast`` extra) where installed, which writes a ready value (exact dicts with string keys,
+    lists, strings, safe integers, floats both spell as a plain decimal, booleans, ``None``) byte
+    for byte as the standard library does, at C speed instead of pure Python's; what it refuses
+    (nesting past its limit) takes the exact slow path. Looked up at the first write: importing
+    orjson imports ``uuid`` and ``platform``, which loading the plugin should not pay for.
     """
     try:
         import orjson
@@ -83,7 +82,6 @@ def _pretty_encoder() -> Any:
     return lambda value: dumps(value, option=indent).decode("utf-8")
 
 
-_fast_pretty = _pretty_encoder()
 _encode_str = json.JSONEncoder(ensure_ascii=False).encode
 _BYTES = (bytes, bytearray)
 
@@ -405,7 +403,7 @@ def pretty_json(value: Any) -> str:
     ``json`` indents in pure Python, which costs many times its C encoder: the value is made ready
     first (one walk), so the indented text is written once and needs no scan afterwards.
     """
-    return _prepared(value, _fast_pretty, "  ", sort=False)
+    return _prepared(value, _pretty_encoder(), "  ", sort=False)
 
 
 #: How deep :func:`pretty_json_shared` puts containers together itself: a cassette's messages (in
@@ -439,10 +437,10 @@ def _pretty_composed(value: Any, level: int, texts: dict[int, tuple[Any, str]]) 
     if kind is str:  # a step's id, type and hashes: written as they are, without a walk
         return _js_string(value)
     if kind is not dict and kind is not list:
-        return _prepared(value, _fast_pretty, "  ", sort=False)
+        return _prepared(value, _pretty_encoder(), "  ", sort=False)
     entry = texts.get(id(value))
     if entry is None or entry[0] is not value:
-        text = _prepared(value, _fast_pretty, "  ", sort=False).replace("\n", "\n" + "  " * level)
+        text = _prepared(value, _pretty_encoder(), "  ", sort=False).replace("\n", "\n" + "  " * level)
         entry = texts[id(value)] = (value, text)
     return entry[1]
 
@@ -504,11 +502,9 @@ def nested_too_deeply(value: Any, limit: int = MAX_NESTING, walked: dict[int, in
     Walked level by level, keeping only the containers of each level: a cassette's steps are mostly
     strings and numbers, which are looked at once and never queued.
 
-    ``walked`` remembers, across the calls given it, each container walked (by identity) and the
-    deepest level it was found at; one found again no deeper is not walked again. A recording's
-    ``model_input`` steps hold the very message objects of the steps before them, so checking a
-    recorded run walks each message once, not once per later step. Only for values that stay alive
-    (and unchanged) as long as ``walked`` is used: an identity must not be reused meanwhile.
+    ``walked`` (kept across calls on values that stay alive and unchanged, and dropped after a call
+    that found one too deep) maps each container walked, by identity, to the deepest level it was
+    found at; one found again no deeper is not walked again: a recording's steps share messages.
     """
     level = [value] if isinstance(value, _CONTAINERS) else []
     depth = 0

@@ -418,13 +418,23 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
     untouched); the next successful save of the same cassette removes such files once they are
     older than ``STALE_TEMP_SECONDS``.
     """
+    save_text(cassette_text(trace, path), path)
+
+
+def cassette_text(trace: Trace, path: str | os.PathLike[str]) -> str:
+    """:func:`dumps_trace`, for the file at ``path``: a trace with no JSON text is refused naming it."""
+    try:
+        return dumps_trace(trace)
+    except CanonicalJSONError as exc:
+        raise CassetteError(f"could not write `{os.fspath(path)}`: {exc}", path=os.fspath(path)) from None
+
+
+def save_text(text: str, path: str | os.PathLike[str]) -> None:
+    """Write a cassette's :func:`cassette_text` as :func:`save_trace` does (for a writer that looked at
+    the text first: a recording scans it for keys before writing it)."""
     target = os.fspath(path)
     try:
-        data = dumps_trace(trace).encode("utf-8")
-    except CanonicalJSONError as exc:
-        raise CassetteError(f"could not write `{target}`: {exc}", path=target) from None
-    try:
-        _write_replacing(target, data)
+        _write_replacing(target, text.encode("utf-8"))
     except OSError as exc:
         raise CassetteError(
             f"could not write `{target}`: {_os_reason(exc)}; any previous file there is unchanged",

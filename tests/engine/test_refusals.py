@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
+from pytest_blackbox.engine.ending import _contains_secret
 from pytest_blackbox.engine.session import blackbox
 from pytest_blackbox.errors import BlackboxUnsupportedError, ReplayDivergenceError, SecretLeakError
 from pytest_blackbox.testing.fake_provider import FakeProvider
+from pytest_blackbox.trace.canonical import pretty_json
 from tests import TEST_KEYS
 from tests.agents.travel import WEATHER, ToolBox, run_agent, script
 
@@ -93,3 +95,14 @@ def test_a_key_from_the_authorization_header_is_masked_in_messages(
     assert divergence.value.path == "systemPrompt"
     assert divergence.value.actual == json.dumps("Use key [redacted].")
     assert key not in str(divergence.value)
+
+
+@pytest.mark.parametrize("secret", ["sk-test-plain-value-0123", "sk-test-\udc80-undecodable-0123"])
+def test_a_key_is_found_whether_or_not_the_cassette_text_spells_it_verbatim(secret: str) -> None:
+    """The scan looks in the cassette's text first; that text escapes a lone surrogate (an undecodable
+    byte of an environment variable), so such a key is looked for in the trace itself."""
+    trace: Any = {"steps": [{"payload": {"result": f"token {secret}"}}]}
+    text = pretty_json(trace)
+    assert (secret in text) is secret.isascii()
+    assert _contains_secret(trace, [secret], text)
+    assert not _contains_secret({"steps": [{"payload": {"result": "clean"}}]}, [secret], pretty_json({}))

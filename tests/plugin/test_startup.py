@@ -29,7 +29,7 @@ def pytest_unconfigure(config):
     loaded = {
         name: type(module.__loader__).__name__
         for name, module in sys.modules.items()
-        if name.startswith("pytest_blackbox")
+        if name.startswith(("pytest_blackbox", "orjson"))
     }
     with open("imported.json", "w", encoding="utf-8") as handle:
         json.dump(loaded, handle)
@@ -67,7 +67,10 @@ def heavy(loaded: dict[str, str]) -> list[str]:
 def test_a_run_without_blackbox_tests_imports_no_session_interception_or_provider(
     pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch
 ) -> None:
-    assert heavy(imported_by_a_run(pytester, PLAIN_TEST)) == []
+    loaded = imported_by_a_run(pytester, PLAIN_TEST)
+    assert heavy(loaded) == []
+    assert "pytest_blackbox.trace.canonical" in loaded
+    assert "orjson" not in loaded  # looked up at the first cassette written (it imports uuid, platform)
 
 
 def test_the_check_sees_the_modules_a_blackbox_test_imports(

@@ -220,11 +220,16 @@ def test_canonical_json_matches_the_reference(value: Any) -> None:
 PRETTY_ENCODERS = {"standard library": canonical._stdlib_pretty, "preferred": canonical._pretty_encoder()}
 
 
+def writing_with(encoder: Any) -> Any:
+    """``pretty_json`` indenting ready values with ``encoder``."""
+    return mock.patch.object(canonical, "_pretty_encoder", lambda: encoder)
+
+
 @pytest.mark.parametrize("encoder", PRETTY_ENCODERS.values(), ids=list(PRETTY_ENCODERS))
 @settings(max_examples=150, deadline=None)
 @given(value=json_values)
 def test_pretty_json_matches_the_reference(encoder: Any, value: Any) -> None:
-    with mock.patch.object(canonical, "_fast_pretty", encoder):
+    with writing_with(encoder):
         assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
         assert canonical.pretty_json_shared({"a": [value, value]}) == ref_json(
             {"a": [value, value]}, gap="  ", sort=False
@@ -238,7 +243,7 @@ def test_pretty_json_indents_with_orjson_where_it_is_installed() -> None:
     assert preferred is not canonical._stdlib_pretty
     assert preferred([1, {"a": 0.5}]) == orjson.dumps([1, {"a": 0.5}], option=orjson.OPT_INDENT_2).decode()
     with mock.patch.dict(sys.modules, {"orjson": None}):  # as if it were not installed
-        assert canonical._pretty_encoder() is canonical._stdlib_pretty
+        assert canonical._pretty_encoder.__wrapped__() is canonical._stdlib_pretty
 
 
 def test_pretty_json_writes_what_orjson_refuses_on_the_exact_path() -> None:
@@ -246,7 +251,7 @@ def test_pretty_json_writes_what_orjson_refuses_on_the_exact_path() -> None:
     value: Any = 0.5
     for _ in range(300):
         value = [value]
-    with mock.patch.object(canonical, "_fast_pretty", PRETTY_ENCODERS["preferred"]):
+    with writing_with(PRETTY_ENCODERS["preferred"]):
         assert pretty_json(value) == json.dumps(value, indent=2)
 
 
@@ -273,7 +278,7 @@ float_heavy_values = st.recursive(
 @given(value=float_heavy_values)
 def test_integral_floats_are_written_as_javascript_does_by_every_writer(encoder: Any, value: Any) -> None:
     assert canonical_json(value) == ref_json(value)
-    with mock.patch.object(canonical, "_fast_pretty", encoder):
+    with writing_with(encoder):
         assert pretty_json(value) == ref_json(value, gap="  ", sort=False)
     assert js_stringify(value) == ref_json(value, sort=False)
 
