@@ -29,8 +29,9 @@ batches ``--live-budget``.
 Each run is timed on its own, the variants taking turns run by run (A B C, then C B A, …), for
 ``--repeat`` batches of each; a figure is a batch's worth of the variant's lower-decile run (the
 run time that 10 % of its runs beat, times the runs of a batch). On a shared machine another job's
-burst of work stretches the few runs it lands on, not a whole batch, and a variant's figure then
-moves by about 1 % between runs of the script, where the best of a few whole batches moved by 10 %.
+burst of work stretches the few runs it lands on, not a whole batch: the ratios then move by a few
+per cent between runs of the script, where the best of a few whole batches moved them by 10–15 %.
+Long runs make few runs a batch (5 at 200 calls): give them more ``--repeat``.
 Runs are timed by the process's CPU time (``--clock cpu``, the default: on a shared machine other jobs barely
 move it, while they can stretch wall time many times over; it counts every thread, the fake
 provider's included, and not the time spent waiting for the disk) or by the wall clock

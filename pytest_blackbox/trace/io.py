@@ -35,6 +35,7 @@ from .schema import validate_schema
 from .strictjson import Refused, number_float, number_int, refuse_constant, unique_object
 
 __all__ = [
+    "cassette_text",
     "collector_paused",
     "dumps_trace",
     "load_trace",
@@ -43,6 +44,7 @@ __all__ = [
     "parse_trace",
     "read_text",
     "same_file",
+    "save_text",
     "save_trace",
 ]
 
@@ -426,7 +428,8 @@ def cassette_text(trace: Trace, path: str | os.PathLike[str]) -> str:
     try:
         return dumps_trace(trace)
     except CanonicalJSONError as exc:
-        raise CassetteError(f"could not write `{os.fspath(path)}`: {exc}", path=os.fspath(path)) from None
+        target = os.fspath(path)
+        raise CassetteError(f"could not write `{target}`: {exc}", path=target) from None
 
 
 def save_text(text: str, path: str | os.PathLike[str]) -> None:
