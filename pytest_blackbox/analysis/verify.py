@@ -155,7 +155,10 @@ class _Checks:
     read to its end even after a failure, since not being JSON comes before anything.
     """
 
-    def __init__(self, path: str | None, keys: Sequence[str], *, text: str | None, keep: bool) -> None:
+    def __init__(
+        self, path: str | None, keys: Sequence[str], *, text: str | None, keep: bool, held: bool = False
+    ) -> None:
+        """``keep``: keep the steps fed (for the trace); ``held``: the caller holds them all the while."""
         self.path = path
         self.keys = keys
         self.top: dict[str, Any] = {}
@@ -169,9 +172,8 @@ class _Checks:
         self.early_success: int | None = None
         self.rounds = ToolRounds()
         self.last: Any = None
-        #: The containers the depth check walked (``nested_too_deeply``), while the steps stay alive:
-        #: kept here, or held by the caller of :func:`_check_document`.
-        self.walked: dict[int, int] | None = {} if keep else None
+        #: The containers the depth check walked (``nested_too_deeply``), while the steps stay alive.
+        self.walked: dict[int, int] | None = {} if keep or held else None
 
     def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
         return InvariantResult(name, "fail", mask(str(exc), self.keys), exc.step_index)
@@ -287,8 +289,7 @@ def _only_provider_keys(value: Any, position: int | None) -> bool:
 
 
 def _check_document(doc: Any, path: str | None, keys: Sequence[str], text: str | None) -> _Checks:
-    checks = _Checks(path, keys, text=text, keep=False)
-    checks.walked = {}  # the caller holds ``doc`` for the whole check
+    checks = _Checks(path, keys, text=text, keep=False, held=True)
     if not isinstance(doc, dict):
         checks.is_object = False
         return checks

@@ -253,13 +253,13 @@ def write_cassette(
 ) -> RunReport:
     """Write the recording, ending with ``terminal_of(steps)``; a refusal is raised as ``keep`` keeps it."""
     trace, terminal = recording.close(terminal_of)
-    problem = recording.unreplayable()
-    text = ""
-    if problem is None:
-        text = cassette_text(trace, out)
-        problem = write_refusal(trace, secrets, mask, text)
-    if problem is not None:
-        raise keep(problem)
+    unreplayable = recording.unreplayable()
+    if unreplayable is not None:
+        raise keep(unreplayable)
+    text = cassette_text(trace, out)
+    refused = write_refusal(trace, secrets, mask, text)
+    if refused is not None:
+        raise keep(refused)
     save_text(text, out)
     return RunReport.of(mode, out, len(trace["steps"]), terminal)
 

@@ -152,7 +152,7 @@ def is_array_index(key: str) -> bool:
 def js_keys(mapping: Mapping[str, Any]) -> list[str]:
     """An object's keys in JavaScript's order: array indexes ascending, then the others as inserted."""
     keys = list(mapping)
-    indexes = [key for key in keys if isinstance(key, str) and key[:1].isdigit() and is_array_index(key)]
+    indexes = [key for key in keys if isinstance(key, str) and is_array_index(key)]
     if not indexes:
         return keys
     indexes.sort(key=int)
