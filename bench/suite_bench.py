@@ -12,6 +12,10 @@ agent, each making 3 model calls and 3 tool calls (``get_weather``, then ``get_t
   certificates, about 20 ms per client), and the ``MockTransport`` is mounted for every URL; the
   difference from the floor is what building the SDK's client costs, which both replay plugins pay
   because their tests build the client as users do;
+- **floor, SDK client, one TLS context**: the same, with every client given one TLS context built
+  once per process (``verify=``), as pytest-blackbox hands the clients a test builds while it
+  intercepts (see docs/engine.md#model-calls); pytest-blackbox's time over this one is what its own
+  work costs, with the certificate authorities loaded once in both;
 - **pytest-recording**: ``@pytest.mark.vcr`` replaying vcrpy cassettes, matching on method, path
   and body (``-p recording``);
 - **pytest-blackbox**: ``@pytest.mark.blackbox`` replaying Blackbox cassettes, strict, in CI
@@ -67,11 +71,12 @@ from pytest_blackbox.testing import FakeProvider
 
 #: The targets: against the floor that builds the SDK's own client, and against pytest-recording.
 TARGET_SDK_FLOOR, TARGET_RECORDING = 1.03, 0.95
-VARIANTS = ("floor", "floor-sdk-client", "pytest-recording", "pytest-blackbox")
+VARIANTS = ("floor", "floor-sdk-client", "floor-one-tls-context", "pytest-recording", "pytest-blackbox")
 #: The replay plugins each variant turns off: the floors run with neither loaded.
 DISABLED = {
     "floor": ("-p", "no:blackbox", "-p", "no:recording"),
     "floor-sdk-client": ("-p", "no:blackbox", "-p", "no:recording"),
+    "floor-one-tls-context": ("-p", "no:blackbox", "-p", "no:recording"),
     "pytest-recording": ("-p", "no:blackbox"),
     "pytest-blackbox": ("-p", "no:recording"),
     "capture": ("-p", "no:blackbox", "-p", "no:recording"),
@@ -83,6 +88,7 @@ BASELINE: dict[str, Path | None] = {"path": None}
 ISOLATED = {
     "floor": (),
     "floor-sdk-client": (),
+    "floor-one-tls-context": (),
     "pytest-recording": ("-p", "recording"),
     "pytest-blackbox": ("-p", "blackbox"),
     "capture": (),
@@ -149,8 +155,10 @@ def run_agent(client, city, tools):
 CONFTEST = '''
 """One suite, three ways to answer the model calls (SUITE_VARIANT)."""
 
+import functools
 import json
 import os
+import ssl
 from pathlib import Path
 
 import anthropic
@@ -169,6 +177,11 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if mark is not None:
             item.add_marker(mark)
+
+
+@functools.cache
+def one_context():
+    return ssl.create_default_context()
 
 
 @pytest.fixture(scope="session")
@@ -192,8 +205,10 @@ def client(request, floor_bodies):
         )
         if VARIANT == "floor":
             http_client = httpx2.Client(transport=transport)
-        else:  # the SDK's own client, real transport built, every URL answered by the mock
+        elif VARIANT == "floor-sdk-client":  # the SDK's own client, real transport built, every URL mocked
             http_client = anthropic.DefaultHttpxClient(mounts={"all://": transport})
+        else:  # the same, its TLS context built once per process
+            http_client = anthropic.DefaultHttpxClient(mounts={"all://": transport}, verify=one_context())
         return anthropic.Anthropic(api_key="floor", base_url=BASE_URL, http_client=http_client)
     if VARIANT == "capture":
         captured = floor_bodies.setdefault(city, [])
@@ -348,7 +363,7 @@ def round_by_round(times: dict[str, list[float]], variant: str, other: str) -> f
 
 def report(times: dict[str, list[float]], count: int) -> None:
     medians = {variant: statistics.median(values) for variant, values in times.items()}
-    floor, sdk_floor, recording, ours = (medians[v] for v in VARIANTS)
+    floor, sdk_floor, one_context, recording, ours = (medians[v] for v in VARIANTS)
     how = "only its own plugin" if ISOLATE["on"] else "installed plugins autoloaded"
     repeat = len(times["floor"])
     print(
@@ -369,8 +384,14 @@ def report(times: dict[str, list[float]], count: int) -> None:
         print(f"  {name:<28} {value:5.2f}x  target <= {target}x  {verdict}  (round by round: {paired:.2f}x)")
     print(f"  blackbox / floor             {ours / floor:5.2f}x")
     print(f"  pytest-recording / floor     {recording / floor:5.2f}x")
+    own = (ours - one_context) * 1e3 / count
+    paired = round_by_round(times, "pytest-blackbox", "floor-one-tls-context")
+    print(
+        f"  blackbox / floor, one TLS context {ours / one_context:4.2f}x  ({own:+.1f} ms/test: the replay "
+        f"layer's own work; round by round: {paired:.2f}x)"
+    )
     client = (sdk_floor - floor) * 1e3 / count
-    print(f"  building the SDK's client    {client:+5.1f} ms/test (both plugins' tests pay it)")
+    print(f"  building the SDK's client    {client:+5.1f} ms/test (pytest-recording pays it each test)")
     print(f"  recording / floor, SDK client {recording / sdk_floor:4.2f}x")
     if BASELINE_VARIANT in medians:
         base = medians[BASELINE_VARIANT]

@@ -4,7 +4,8 @@ anthropic >= 1 and openai >= 3 send through httpx2, which respx's own mockers ne
 aiohttp backend replaces the transport that pool-level mockers patch. Patching
 ``_transport_for_url`` on the httpx2 *and* httpx client classes sees every request of every client,
 whatever its transport, base URL or proxy mounts, without touching SDK classes and without asking
-the user for an ``http_client``. See docs/engine.md#model-calls.
+the user for an ``http_client``. While it runs, transports built share their default TLS context
+(see ``tls``). See docs/engine.md#model-calls.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import importlib
 import importlib.util
 import pkgutil
+import sys
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar
@@ -22,6 +24,7 @@ import respx
 from respx.mocks import Mocker
 
 from .handler import Decide
+from .tls import MODULES, shared_default
 from .transport import InterceptTransport
 
 __all__ = ["InterceptorMocker", "innermost", "route_async"]
@@ -52,20 +55,24 @@ class InterceptorMocker(Mocker):
 
     @classmethod
     def start(cls) -> None:
-        """respx's start, with the target classes looked up once per process.
+        """respx's start, with the target classes looked up once per process, and the transports'
+        default TLS context shared (``tls``) until it stops.
 
         respx resolves each dotted target name at every start, importing each prefix of it, which
         costs several times the patching itself; every replayed test starts the mocker once.
         """
         if cls._patches:
             return
-        for owner in _classes(tuple(cls.targets)):
-            for method in cls.target_methods:
-                original = getattr(owner, method, None)
-                if original is not None:
-                    patch = _patch(owner, method, original)
-                    patch.start()
-                    cls._patches.append(patch)  # type: ignore[arg-type]
+        patches = [
+            _patch(owner, method, original)
+            for owner in _classes(tuple(cls.targets))
+            for method in cls.target_methods
+            if (original := getattr(owner, method, None)) is not None
+        ]
+        patches += [_tls_patch(module) for module in map(sys.modules.get, MODULES) if module is not None]
+        for patch in patches:
+            patch.start()
+            cls._patches.append(patch)  # type: ignore[arg-type]
 
     @classmethod
     def mock(cls, spec: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,12 +84,12 @@ class InterceptorMocker(Mocker):
 
 
 class _Patch:
-    """One method of a client class replaced while the mocker runs, and put back (or removed, if the
-    class only inherited it) when it stops: what ``mock.patch.object`` does here, without its checks
-    and bookkeeping, which cost as much as a replayed model call; every replayed test starts and
-    stops the mocker once. respx's ``Mocker.stop`` stops it as it stops a ``mock`` patch."""
+    """One attribute of a client class (or a module) replaced while the mocker runs, and put back (or
+    removed, if the class only inherited it) when it stops: what ``mock.patch.object`` does here,
+    without its checks and bookkeeping, which cost as much as a replayed model call; every replayed
+    test starts and stops the mocker once. respx's ``Mocker.stop`` stops it as it stops a ``mock`` patch."""
 
-    def __init__(self, owner: type, method: str, new: Callable[..., Any]) -> None:
+    def __init__(self, owner: Any, method: str, new: Callable[..., Any]) -> None:
         self._owner, self._method, self._new = owner, method, new
         self._own: tuple[Any] | None = None
 
@@ -103,6 +110,13 @@ def _patch(owner: type, method: str, original: Callable[..., Any]) -> _Patch:
     """The patch of ``owner.method`` over ``original``, made once: a later start finds the same
     original and puts the same replacement in place (a changed original gets a patch of its own)."""
     return _Patch(owner, method, InterceptorMocker.mock(original))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_patch(module: ModuleType) -> _Patch:
+    """The patch sharing ``module``'s default TLS context, made once per process: its contexts are
+    built once, then handed to the transports of every later test."""
+    return _Patch(module, "create_ssl_context", shared_default(module.create_ssl_context))
 
 
 @functools.lru_cache(maxsize=4)

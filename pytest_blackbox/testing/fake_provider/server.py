@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip as gzip_module
 import json
+import ssl
 import threading
 import zlib
 from collections import deque
@@ -53,8 +54,10 @@ class FakeProvider:
     own and deterministic (ids and timestamps from a per-server counter).
     """
 
-    def __init__(self, respond: Responder | None = None) -> None:
+    def __init__(self, respond: Responder | None = None, *, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: a server-side context with its certificate loaded, to serve HTTPS instead."""
         self._respond = respond
+        self._tls = tls
         self._script: deque[tuple[Script, Said | None]] = deque()
         #: Answers served from the script (the conversations' answers that came from this server).
         self._served = 0
@@ -71,6 +74,8 @@ class FakeProvider:
             return
         server = _Server(("127.0.0.1", 0), _Handler)
         server.provider = self
+        if self._tls is not None:
+            server.socket = self._tls.wrap_socket(server.socket, server_side=True)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, args=(_POLL_SECONDS,), name="fake-provider", daemon=True
@@ -107,7 +112,7 @@ class FakeProvider:
             raise BlackboxUsageError(
                 "the fake provider is not running; call start() or use it as a context manager"
             )
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self._server.server_address[1]}"
 
     @property
     def anthropic_base_url(self) -> str:
