@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, cast
 from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_number, nested_too_deeply
 from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
-from ..trace.io import collector_paused, parse_json, read_text
+from ..trace.io import collector_paused, parse_json, read_text, share_repeated
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
 from ..trace.payloads import ToolRounds, outcome_of, terminal_outcome
 from ..trace.schema import validate_step, validate_top_level
@@ -156,9 +156,18 @@ class _Checks:
     """
 
     def __init__(
-        self, path: str | None, keys: Sequence[str], *, text: str | None, keep: bool, held: bool = False
+        self,
+        path: str | None,
+        keys: Sequence[str],
+        *,
+        text: str | None,
+        keep: bool,
+        held: bool = False,
+        share: bool = False,
     ) -> None:
-        """``keep``: keep the steps fed (for the trace); ``held``: the caller holds them all the while."""
+        """``keep``: keep the steps fed (for the trace); ``held``: the caller holds them all the while;
+        ``share``: the steps are this reader's own, and the messages they repeat may become one object
+        (``trace.io.share_repeated``), checked once."""
         self.path = path
         self.keys = keys
         self.top: dict[str, Any] = {}
@@ -174,6 +183,8 @@ class _Checks:
         self.last: Any = None
         #: The containers the depth check walked (``nested_too_deeply``), while the steps stay alive.
         self.walked: dict[int, int] | None = {} if keep or held else None
+        #: The repeated items read so far, by what ``marshal`` writes of them (``share``).
+        self.seen: dict[bytes, Any] | None = {} if share else None
 
     def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
         return InvariantResult(name, "fail", mask(str(exc), self.keys), exc.step_index)
@@ -188,6 +199,8 @@ class _Checks:
     ) -> None:
         """The step at ``position``; ``exact_numbers`` and ``containers`` as the streaming reader
         reports them (``None``: not counted)."""
+        if self.seen is not None:
+            share_repeated(step, self.seen)
         if self.steps is not None:
             self.steps.append(step)
         self.count = position + 1
@@ -312,7 +325,7 @@ def _check_file(path: str, keys: Sequence[str], keep: bool, text: str | None) ->
     """
     if text is None and _fits_the_window(path):
         text = read_text(path)
-    checks = _Checks(path, keys, text=text, keep=keep)
+    checks = _Checks(path, keys, text=text, keep=keep, share=True)
     try:
         for item in stream_cassette(path) if text is None else stream_text(text):
             if isinstance(item, Step):
@@ -346,7 +359,9 @@ def verify_trace(
     never echoed). A large file is read one step at a time and each step dropped once checked, so
     the report holds the trace read from a file only with ``keep_trace``; a dict is always kept.
     ``text`` is the file's content when the caller has read it already (its bytes decoded as
-    UTF-8): that text is checked, and the file is not read.
+    UTF-8): that text is checked, and the file is not read. A trace read from a file holds each
+    message the ``model_input`` steps repeat once (``trace.io.share_repeated``): never edit it in
+    place.
     """
     keys = [key for key in api_keys if isinstance(key, str)]
     path = _path_of(source)

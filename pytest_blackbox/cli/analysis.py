@@ -314,7 +314,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     keys = api_keys()
-    parent, child = load_trace(args.parent), load_trace(args.child)
+    parent, child = load_trace(args.parent, shared=True), load_trace(args.child, shared=True)
     diff = diff_traces(parent, child, semantic=compares_semantically(args, parent, child))
     outcome = diff_outcome(parent, child)
     if args.json:
@@ -390,7 +390,7 @@ def _step_detail(trace: Trace, index: int, path: str, keys: Sequence[str]) -> li
 
 def run_inspect(args: argparse.Namespace) -> int:
     keys = api_keys()
-    trace = load_trace(args.cassette)
+    trace = load_trace(args.cassette, shared=True)
     if args.step is not None:
         print("\n".join(_step_detail(trace, args.step, args.cassette, keys)))
         return 0
@@ -422,7 +422,7 @@ def run_list(args: argparse.Namespace) -> int:
     valid = 0
     for file in files:
         try:
-            trace = load_trace(file)
+            trace = load_trace(file, shared=True)
         except CassetteError as exc:
             print(f"warning: {mask(str(exc), keys)}")
             continue

@@ -103,7 +103,7 @@ def run_view(args: argparse.Namespace) -> int:
         )
         summary = f"{len(trace['steps'])} step(s), verify: {verdict}"
     else:
-        parent, child = load_trace(args.cassette), load_trace(args.other)
+        parent, child = load_trace(args.cassette, shared=True), load_trace(args.other, shared=True)
         page = render_diff_html(
             parent,
             child,

@@ -89,7 +89,7 @@ def load_cassette(path: Path) -> Trace:
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return load_trace(path)  # it raises the CassetteReadError that names the problem
-    trace = parse_trace(text, path=os.fspath(path))
+    trace = parse_trace(text, path=os.fspath(path), shared=True)
     note_media_free(trace, text)
     _remember(_CHECKED, key, trace)
     return trace

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import marshal
 import os
 import re
 import secrets
@@ -46,6 +47,7 @@ __all__ = [
     "same_file",
     "save_text",
     "save_trace",
+    "share_repeated",
 ]
 
 _TRACE_KEYS = ("version", "id", "createdAt", "steps", "parentId", "forkedFromStepId")
@@ -204,13 +206,49 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_trace(text: str, *, path: str | None = None) -> Trace:
-    """Parse a cassette's text and check, in order: JSON, version, schema, hash chain."""
+def parse_trace(text: str, *, path: str | None = None, shared: bool = False) -> Trace:
+    """Parse a cassette's text and check, in order: JSON, version, schema, hash chain.
+
+    ``shared``: the trace's equal values are one object, each checked for depth and hashed once
+    (the messages every ``model_input`` repeats: a 200-call cassette loads in half the time), for a
+    caller that only reads it; editing one value in place would edit it in every step.
+    """
     with collector_paused():
-        return _parse_trace(text, path)
+        return _parse_trace(text, path, shared)
 
 
-def _parse_trace(text: str, path: str | None) -> Trace:
+#: The lists of a ``model_input`` payload that every later request of the conversation repeats.
+_REPEATED = ("messages", "tools")
+
+
+def share_repeated(step: Any, seen: dict[bytes, Any]) -> None:
+    """Make each message and tool of ``step`` (a ``model_input``) that an earlier step read with the
+    same ``seen`` held already the object read first.
+
+    Two items count as the same only if ``marshal`` (format 2, which writes no back-references)
+    writes them alike: the same JSON, key for key in the same order, each scalar of the same type and
+    value, where ``==`` takes ``true`` for ``1``. The checks after it walk and hash a shared item once
+    (by identity), so a long conversation's cassette no longer costs the square of its length to
+    check. Only for a trace its reader never edits: one edit would show in every step.
+    """
+    payload = step.get("payload") if type(step) is dict and step.get("type") == "model_input" else None
+    if type(payload) is not dict:
+        return
+    for items in (payload.get(name) for name in _REPEATED):
+        if isinstance(items, list):
+            _share_items(items, seen)
+
+
+def _share_items(items: list[Any], seen: dict[bytes, Any]) -> None:
+    for index, item in enumerate(items):
+        try:
+            written = marshal.dumps(item, 2)
+        except ValueError:  # nested deeper than marshal goes: the depth check refuses it next
+            continue
+        items[index] = seen.setdefault(written, item)
+
+
+def _parse_trace(text: str, path: str | None, shared: bool) -> Trace:
     doc = parse_json(text, path=path)
     if not isinstance(doc, dict):
         raise CassetteSchemaError(
@@ -219,8 +257,14 @@ def _parse_trace(text: str, path: str | None) -> Trace:
         )
     _check_version(doc, path)
     steps = doc.get("steps")
+    walked: dict[int, int] | None = None
+    if shared and isinstance(steps, list):
+        seen: dict[bytes, Any] = {}
+        for step in steps:
+            share_repeated(step, seen)
+        walked = {}
     for position, step in enumerate(steps if isinstance(steps, list) else []):
-        if nested_too_deeply(step):  # the limit verify applies to each step, so both tools agree
+        if nested_too_deeply(step, walked=walked):  # verify's limit for each step: both tools agree
             raise CassetteReadError(f"{_where(path)} step {position} is {TOO_DEEP}", path=path)
     try:
         validate_schema(doc, path=path)
@@ -283,10 +327,13 @@ def read_text(
     raise error(message) from None
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and fully check a cassette file; every failure is a ``CassetteError`` naming the file."""
+def load_trace(path: str | os.PathLike[str], *, shared: bool = False) -> Trace:
+    """Read and fully check a cassette file; every failure is a ``CassetteError`` naming the file.
+
+    ``shared``: see :func:`parse_trace`.
+    """
     name = os.fspath(path)
-    return parse_trace(read_text(name), path=name)
+    return parse_trace(read_text(name), path=name, shared=shared)
 
 
 # --------------------------------------------------------------------------------------------

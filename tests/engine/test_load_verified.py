@@ -18,7 +18,7 @@ from pytest_blackbox.engine.options import SessionOptions
 from pytest_blackbox.engine.session import Session
 from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.errors import CassetteError
-from pytest_blackbox.trace.io import load_trace
+from pytest_blackbox.trace.io import dumps_trace, load_trace
 from tests.agents.travel import FINAL, WEATHER, Run, ToolBox, run_agent, script
 
 
@@ -171,3 +171,35 @@ def test_a_cassette_hashed_right_after_it_changed_is_read_again(tmp_path: Path) 
 
 def _refuse_to_read(self: Path) -> bytes:
     raise AssertionError(f"{self.name} was read again")
+
+
+@pytest.mark.parametrize("reader", ["load_verified", "load_cassette"])
+def test_a_replays_trace_holds_each_repeated_message_once_and_still_fails_a_copy_edited_in_the_history(
+    tmp_path: Path, reader: str
+) -> None:
+    """Both readers of a replay share what the ``model_input`` steps repeat; an edited copy deep in
+    the history is a value of its own, which the hash chain names."""
+    from tests.trace.test_io import conversation
+
+    text = dumps_trace(conversation(40))
+    path = tmp_path / "long.json"
+    path.write_text(text, encoding="utf-8")
+    read = {"load_verified": lambda p: load_verified(p)[1], "load_cassette": load_cassette}[reader]
+    trace = read(path)
+    assert trace == load_trace(path)
+    first, last = trace["steps"][0]["payload"], trace["steps"][39]["payload"]
+    assert last["messages"][0] is first["messages"][0] and last["tools"][0] is first["tools"][0]
+    at = text.index('"n": 7\n', text.index('"index": 30,'))
+    path.write_text(text[:at] + '"n": 8' + text[at + len('"n": 7') :], encoding="utf-8")
+    if reader == "load_verified":
+        report, kept = load_verified(path)
+        failure = report.first_failure
+        assert (report.ok, kept, failure and failure.name, failure and failure.step_index) == (
+            False,
+            None,
+            "hash_chain",
+            30,
+        )
+    else:
+        with pytest.raises(CassetteError, match="step 30: stored hash does not match"):
+            load_cassette(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import json
 import math
 import os
 import stat
@@ -20,8 +21,11 @@ from pytest_blackbox.trace.errors import (
     CassetteReadError,
     CassetteSchemaError,
     CassetteVersionError,
+    HashChainError,
 )
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_json, parse_trace, save_trace
+from pytest_blackbox.trace.model import Trace
+from pytest_blackbox.trace.recorder import TraceRecorder
 from tests.fuzz.test_fuzz_depth import deep_cassette
 
 from .conftest import SECRET, planted_trace, read_text
@@ -267,6 +271,84 @@ def test_load_accepts_str_and_pathlike(tmp_path: Path) -> None:
 
 def test_empty_trace_is_valid() -> None:
     assert parse_trace('{"version": 2, "id": "x", "createdAt": 0, "steps": []}')["steps"] == []
+
+
+# ----------------------------------------------------------------------------------------------
+# shared=True: each message and tool the model_input steps repeat is one object
+
+
+def conversation(turns: int, answers: list[Any] | None = None) -> Trace:
+    """``turns`` model_input steps, each repeating the history before it and adding one message
+    (``answers[n]`` as the n-th tool result's value)."""
+    recorder = TraceRecorder("long", 1000)
+    tools = [{"name": "lookup", "description": "Look things up", "inputSchema": {"type": "object"}}]
+    history: list[Any] = [{"role": "user", "content": "start"}]
+    for turn in range(turns):
+        recorder.append("model_input", {"messages": copy.deepcopy(history), "tools": copy.deepcopy(tools)}, 1)
+        value = answers[turn] if answers is not None else {"n": turn}
+        history.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "toolCallId": f"call-{turn}",
+                        "toolName": "lookup",
+                        "result": value,
+                    }
+                ],
+            }
+        )
+    return recorder.trace()
+
+
+def test_a_shared_load_is_the_same_trace_with_each_repeated_item_read_once(tmp_path: Path) -> None:
+    path = _write(tmp_path, dumps_trace(conversation(6)))
+    plain, shared = load_trace(path), load_trace(path, shared=True)
+    assert shared == plain
+    assert dumps_trace(shared) == dumps_trace(plain) == read_text(path)
+    first, last = shared["steps"][0]["payload"], shared["steps"][5]["payload"]
+    assert last["messages"][0] is first["messages"][0] and last["tools"][0] is first["tools"][0]
+    before = shared["steps"][4]["payload"]["messages"]
+    assert all(a is b for a, b in zip(last["messages"][: len(before)], before, strict=True))
+    assert plain["steps"][5]["payload"]["messages"][0] is not plain["steps"][0]["payload"]["messages"][0]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [(True, 1), (False, 0), (1, True), ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ({"x": [True]}, {"x": [1]})],
+    ids=["true-1", "false-0", "1-true", "key-order", "nested"],
+)
+def test_values_equal_to_python_but_not_the_same_json_are_never_shared(earlier: Any, later: Any) -> None:
+    """``True == 1`` and dicts compare without order in Python: each step keeps its own value."""
+    trace = conversation(3, [{"v": earlier}, {"v": later}, None])
+    assert earlier == later  # to Python
+    text = dumps_trace(trace)
+    shared = parse_trace(text, shared=True)
+    messages = shared["steps"][2]["payload"]["messages"]
+    assert shared == parse_trace(text) == trace
+    for message, value in zip(messages[1:], (earlier, later), strict=True):
+        stored = message["content"][0]["result"]["v"]
+        assert type(stored) is type(value) and stored == value
+        assert json.dumps(stored) == json.dumps(value)  # key order and nested types too
+    assert messages[1] is not messages[2]
+    assert messages[2] is shared["steps"][2]["payload"]["messages"][2]
+
+
+def test_a_message_edited_deep_in_a_long_history_fails_a_shared_load_at_that_step() -> None:
+    """The copy in step 120 of a message every later step repeats is edited: the shared load names
+    step 120, as the plain load does, however many equal copies follow."""
+    trace = conversation(150)
+    text = dumps_trace(trace)
+    at = text.index('"n": 7\n', text.index('"index": 120,'))
+    edited = text[:at] + '"n": 8' + text[at + len('"n": 7') :]
+    errors = []
+    for shared in (False, True):
+        with pytest.raises(HashChainError) as caught:
+            parse_trace(edited, path="long.json", shared=shared)
+        errors.append((str(caught.value), caught.value.step_index))
+    assert errors[0] == errors[1] and errors[0][1] == 120
+    assert "step 120: stored hash does not match its contents" in errors[0][0]
 
 
 # ----------------------------------------------------------------------------------------------
