@@ -102,10 +102,44 @@ def _semantic_key(step: TraceStep) -> tuple[Any, str]:
         return step.get("type"), repr(step.get("payload"))
 
 
-def _same_step(parent: TraceStep, child: TraceStep, semantic: bool) -> bool:
+class _SamePayloads:
+    """:func:`~pytest_blackbox.trace.canonical.same_encoded` of two steps' payloads, with each pair of
+    list items found equal remembered by identity.
+
+    Every ``model_input`` repeats the conversation so far, which a trace read with ``shared=True``
+    holds as the same objects step after step: comparing the items of its lists pair by pair, each
+    pair once, costs the length of the runs instead of its square. Canonical JSON writes a list as
+    its items' texts in order and an object by its sorted keys, so equal items under the same keys
+    make equal texts; anything else is compared whole.
+    """
+
+    def __init__(self) -> None:
+        self._equal: dict[tuple[int, int], tuple[Any, Any]] = {}
+
+    def __call__(self, left: Any, right: Any) -> bool:
+        if type(left) is dict and type(right) is dict and left.keys() == right.keys():
+            return all(self._value(value, right[key]) for key, value in left.items())
+        return same_encoded(left, right)
+
+    def _value(self, left: Any, right: Any) -> bool:
+        if type(left) is list and type(right) is list:
+            return len(left) == len(right) and all(map(self._item, left, right))
+        return same_encoded(left, right)
+
+    def _item(self, left: Any, right: Any) -> bool:
+        known = self._equal.get((id(left), id(right)))
+        if known is not None and known[0] is left and known[1] is right:
+            return True
+        if not same_encoded(left, right):
+            return False
+        self._equal[id(left), id(right)] = (left, right)
+        return True
+
+
+def _same_step(parent: TraceStep, child: TraceStep, semantic: bool, same: _SamePayloads) -> bool:
     if semantic:
         same_type = parent.get("type") == child.get("type")
-        if same_type and same_encoded(parent.get("payload"), child.get("payload")):
+        if same_type and same(parent.get("payload"), child.get("payload")):
             return True
         return _semantic_key(parent) == _semantic_key(child)
     return parent.get("hash") == child.get("hash")
@@ -126,9 +160,9 @@ def is_fork_pair(parent: Trace, child: Trace) -> bool:
 def diff_traces(parent: Trace, child: Trace, *, semantic: bool = False) -> TraceDiff:
     """Walk both traces by index; the first unequal step, or the first missing one, diverges."""
     parent_steps, child_steps = parent["steps"], child["steps"]
-    shared = 0
+    shared, same = 0, _SamePayloads()
     for parent_step, child_step in zip(parent_steps, child_steps, strict=False):
-        if not _same_step(parent_step, child_step, semantic):
+        if not _same_step(parent_step, child_step, semantic, same):
             break
         shared += 1
     longest = max(len(parent_steps), len(child_steps))

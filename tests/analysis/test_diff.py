@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
+from pytest_blackbox.trace.io import dumps_trace, load_trace
 from pytest_blackbox.trace.model import Trace
+from tests.trace.test_io import conversation
 
 from .conftest import read_trace, rechain
 
@@ -299,3 +304,29 @@ def test_steps_with_equal_payloads_name_the_type_or_the_hash_as_the_difference()
         "  changed fields: none — the payloads are equal; "
         "only the stored hashes differ (run blackbox verify on both cassettes)"
     )
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [({"n": 3}, {"n": 4}), (True, 1), ({"a": 1, "b": 2}, {"a": 1, "c": 2})]
+)
+def test_a_message_changed_in_a_long_history_diverges_where_it_first_differs(
+    tmp_path: Path, before: Any, after: Any
+) -> None:
+    """Read with ``shared=True``, each file holds each repeated message once and the items are compared
+    pair by pair; the child's message 4 differs from step 30 on (``true`` against ``1`` too)."""
+    answers = [{"v": before} if turn == 3 else {"n": turn} for turn in range(50)]
+    changed = [{"v": after} if turn == 3 else {"n": turn} for turn in range(50)]
+    parent, child = conversation(50, answers), conversation(50, answers)
+    for step in child["steps"][30:]:
+        step["payload"]["messages"][4]["content"][0]["result"] = changed[3]
+    child = rechain(child)
+    for trace, name in ((parent, "parent.json"), (child, "child.json")):
+        (tmp_path / name).write_text(dumps_trace(trace), encoding="utf-8")
+    loaded = [load_trace(tmp_path / name, shared=True) for name in ("parent.json", "child.json")]
+    assert (
+        loaded[1]["steps"][49]["payload"]["messages"][4] is loaded[1]["steps"][30]["payload"]["messages"][4]
+    )
+    diff = diff_traces(*loaded, semantic=True)
+    assert (diff.first_divergence_index, diff.shared_prefix_length) == (30, 30)
+    again = load_trace(tmp_path / "parent.json", shared=True)
+    assert diff_traces(loaded[0], again, semantic=True).first_divergence_index is None
