@@ -546,14 +546,22 @@ class SharedCanonical:
         self._clean: set[str] = set()
 
     def hashed_text(
-        self, index: int, type_: str, timestamp: int | float, payload: Any, prev_hash: str | None
+        self,
+        index: int,
+        type_: str,
+        timestamp: int | float,
+        payload: Any,
+        prev_hash: str | None,
+        *,
+        exact_numbers: bool = False,
     ) -> str:
+        """:func:`hashed_text`; ``exact_numbers`` as it takes it (a reader's promise for the step)."""
         if type_ != "model_input" or type(payload) is not dict or not _plain_keys(payload):
-            return hashed_text(index, type_, timestamp, payload, prev_hash)
+            return hashed_text(index, type_, timestamp, payload, prev_hash, exact_numbers=exact_numbers)
         kept: dict[int, tuple[Any, str]] = {}
         fields = [
             ("index", canonical_json(index)),
-            ("payload", self._payload(payload, kept)),
+            ("payload", self._payload(payload, kept, exact_numbers)),
             ("prevHash", canonical_json(prev_hash)),
             ("timestamp", canonical_json(timestamp)),
             ("type", canonical_json(type_)),
@@ -561,20 +569,23 @@ class SharedCanonical:
         self._texts = kept
         return "{" + ",".join(f'"{name}":{text}' for name, text in fields) + "}"
 
-    def _payload(self, payload: dict[str, Any], kept: dict[int, tuple[Any, str]]) -> str:
+    def _payload(self, payload: dict[str, Any], kept: dict[int, tuple[Any, str]], exact: bool) -> str:
         parts = []
         for key in sorted(payload, key=_utf16_key):
             value = payload[key]
-            text = self._list(value, kept) if type(value) is list else canonical_json(value)
+            if type(value) is list:
+                text = self._list(value, kept, exact)
+            else:
+                text = canonical_json(value, exact_numbers=exact)
             parts.append(_js_string(key) + ":" + text)
         return "{" + ",".join(parts) + "}"
 
-    def _list(self, items: list[Any], kept: dict[int, tuple[Any, str]]) -> str:
+    def _list(self, items: list[Any], kept: dict[int, tuple[Any, str]], exact: bool) -> str:
         texts = []
         for item in items:
             entry = self._texts.get(id(item))
             if entry is None or entry[0] is not item:
-                entry = (item, self._item_text(item))
+                entry = (item, canonical_json(item, exact_numbers=True) if exact else self._item_text(item))
             kept[id(item)] = entry
             texts.append(entry[1])
         return "[" + ",".join(texts) + "]"

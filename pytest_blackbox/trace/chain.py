@@ -6,10 +6,9 @@ secret). See docs/cassette-format.md#the-hash-chain.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
-from .canonical import SharedCanonical, hashed_text, sha256_hex
+from .canonical import SharedCanonical, sha256_hex
 from .errors import CanonicalJSONError, HashChainError
 from .errors import where as shown_where
 from .model import STEP_TYPES
@@ -45,7 +44,8 @@ class ChainCheck:
         self.path = path
         self.previous: str | None = None
         self.hashed: str | None = None
-        #: A trace checked in memory (a recording before it is written) repeats its messages' objects.
+        #: A trace checked in memory (a recording before it is written), or read with its repeated
+        #: messages shared (``io.share_repeated``), repeats its messages' objects from step to step.
         self._shared = SharedCanonical()
 
     def check(self, step: Any, position: int, *, exact_numbers: bool = False) -> HashChainError | None:
@@ -75,9 +75,15 @@ class ChainCheck:
             return "prevHash must be null on the first step"
         if position > 0 and step["prevHash"] != self.previous:
             return f"prevHash does not match the hash of step {position - 1} " + _REORDERED
-        text_of = partial(hashed_text, exact_numbers=True) if exact_numbers else self._shared.hashed_text
         try:
-            hashed = text_of(position, step["type"], step["timestamp"], step["payload"], step["prevHash"])
+            hashed = self._shared.hashed_text(
+                position,
+                step["type"],
+                step["timestamp"],
+                step["payload"],
+                step["prevHash"],
+                exact_numbers=exact_numbers,
+            )
         except CanonicalJSONError as exc:
             return f"its contents cannot be hashed: {exc}"
         if step["hash"] != sha256_hex(hashed):

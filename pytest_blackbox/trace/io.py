@@ -209,9 +209,10 @@ def collector_paused() -> Iterator[None]:
 def parse_trace(text: str, *, path: str | None = None, shared: bool = False) -> Trace:
     """Parse a cassette's text and check, in order: JSON, version, schema, hash chain.
 
-    ``shared``: the trace's equal values are one object, each checked for depth and hashed once
-    (the messages every ``model_input`` repeats: a 200-call cassette loads in half the time), for a
-    caller that only reads it; editing one value in place would edit it in every step.
+    ``shared``: each message and tool that a later ``model_input`` repeats exactly is the object read
+    first (:func:`share_repeated`), walked for depth and hashed once (a 200-call cassette loads in
+    about half the time); for a caller that only reads the trace: editing a shared item in place
+    would edit it in every step.
     """
     with collector_paused():
         return _parse_trace(text, path, shared)
