@@ -325,7 +325,7 @@ def _check_file(path: str, keys: Sequence[str], keep: bool, text: str | None) ->
     """
     if text is None and _fits_the_window(path):
         text = read_text(path)
-    checks = _Checks(path, keys, text=text, keep=keep, share=True)
+    checks = _Checks(path, keys, text=text, keep=keep, share=keep)  # kept steps: walked once too
     try:
         for item in stream_cassette(path) if text is None else stream_text(text):
             if isinstance(item, Step):
@@ -359,7 +359,7 @@ def verify_trace(
     never echoed). A large file is read one step at a time and each step dropped once checked, so
     the report holds the trace read from a file only with ``keep_trace``; a dict is always kept.
     ``text`` is the file's content when the caller has read it already (its bytes decoded as
-    UTF-8): that text is checked, and the file is not read. A trace read from a file holds each
+    UTF-8): that text is checked, and the file is not read. A trace kept from a file holds each
     message the ``model_input`` steps repeat once (``trace.io.share_repeated``): never edit it in
     place.
     """
