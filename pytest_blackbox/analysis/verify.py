@@ -176,7 +176,7 @@ class _Checks:
         self.count = 0
         self.schema_failure: InvariantResult | None = None
         self.chain_failure: InvariantResult | None = None
-        self.chain = ChainCheck(path)
+        self.chain = ChainCheck(path, shared=share or held)
         self.neutrality = NeutralityScanner(keys, text=text)
         self.early_success: int | None = None
         self.rounds = ToolRounds()

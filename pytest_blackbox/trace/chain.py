@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .canonical import SharedCanonical, sha256_hex
+from .canonical import SharedCanonical, hashed_text, sha256_hex
 from .errors import CanonicalJSONError, HashChainError
 from .errors import where as shown_where
 from .model import STEP_TYPES
@@ -40,12 +40,15 @@ class ChainCheck:
     surrogates), which a caller may search instead of walking the step.
     """
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, *, shared: bool = True) -> None:
+        """``shared``: the steps may repeat their messages' objects (a trace checked in memory, such as
+        a recording before it is written, or read with ``io.share_repeated``); ``False`` says a
+        reader's steps never do, and a step whose numbers it read exactly is hashed whole."""
         self.path = path
         self.previous: str | None = None
         self.hashed: str | None = None
-        #: A trace checked in memory (a recording before it is written), or read with its repeated
-        #: messages shared (``io.share_repeated``), repeats its messages' objects from step to step.
+        self._repeats = shared
+        #: Each message's canonical text, kept from step to step (and which texts were scanned).
         self._shared = SharedCanonical()
 
     def check(self, step: Any, position: int, *, exact_numbers: bool = False) -> HashChainError | None:
@@ -75,8 +78,10 @@ class ChainCheck:
             return "prevHash must be null on the first step"
         if position > 0 and step["prevHash"] != self.previous:
             return f"prevHash does not match the hash of step {position - 1} " + _REORDERED
+        whole = exact_numbers and not self._repeats
+        text_of = hashed_text if whole else self._shared.hashed_text
         try:
-            hashed = self._shared.hashed_text(
+            hashed = text_of(
                 position,
                 step["type"],
                 step["timestamp"],
