@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_number, nested_too_deeply
+from ..trace.canonical import js_number
 from ..trace.chain import ChainCheck
 from ..trace.errors import CanonicalJSONError, CassetteError
 from ..trace.io import collector_paused, parse_json, read_text, share_repeated
 from ..trace.model import CURRENT_TRACE_VERSION, Trace
+from ..trace.nesting import MAX_NESTING, TOO_DEEP, nested_too_deeply
 from ..trace.payloads import ToolRounds, outcome_of, terminal_outcome
 from ..trace.schema import validate_step, validate_top_level
 from ..trace.secrets import mask

@@ -14,7 +14,7 @@ The conversion is this project's equivalent of ``JSON.stringify``:
   named tuples) become the plain type;
 - pydantic models (``model_dump(mode="json")``), dataclasses, enums (their value), ``datetime`` /
   ``date`` / ``time`` (ISO 8601), ``UUID`` and paths (their string) convert as their JSON form;
-- values nested deeper than the cassette's nesting limit are refused (``trace.canonical.MAX_NESTING``);
+- values nested deeper than the cassette's nesting limit are refused (``trace.nesting.MAX_NESTING``);
 - sets, bytes, ``Decimal``, complex numbers, NaN and infinities, non-string keys and any other
   object are refused with ``BlackboxUnsupportedError``: they would come back as something else.
 """
@@ -30,8 +30,9 @@ from pathlib import PurePath
 from typing import Any
 
 from ..errors import BlackboxUnsupportedError
-from ..trace.canonical import MAX_NESTING, TOO_DEEP, js_keys, js_number
+from ..trace.canonical import js_keys, js_number
 from ..trace.errors import CanonicalJSONError
+from ..trace.nesting import MAX_NESTING, TOO_DEEP
 
 __all__ = ["to_json_value"]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from .canonical import TOO_DEEP, js_number, nested_too_deeply, pretty_json_shared
+from .canonical import js_number, pretty_json_shared
 from .chain import validate_chain
 from .errors import (
     BlackboxError,
@@ -32,6 +32,7 @@ from .errors import (
     where,
 )
 from .model import CURRENT_TRACE_VERSION, Trace
+from .nesting import TOO_DEEP, nested_too_deeply
 from .schema import validate_schema
 from .strictjson import Refused, number_float, number_int, refuse_constant, unique_object
 

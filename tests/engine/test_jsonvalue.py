@@ -17,7 +17,7 @@ import pytest
 
 from pytest_blackbox.engine.jsonvalue import to_json_value
 from pytest_blackbox.errors import BlackboxUnsupportedError
-from pytest_blackbox.trace.canonical import MAX_NESTING, TOO_DEEP
+from pytest_blackbox.trace.nesting import MAX_NESTING, TOO_DEEP
 
 
 class Level(enum.IntEnum):

@@ -28,12 +28,12 @@ from pytest_blackbox.trace.canonical import (
     js_number,
     js_stringify,
     json_pieces,
-    nested_too_deeply,
     pretty_json,
     same_encoded,
 )
 from pytest_blackbox.trace.errors import CanonicalJSONError
 from pytest_blackbox.trace.io import parse_json
+from pytest_blackbox.trace.nesting import nested_too_deeply
 
 
 class RefError(Exception):
@@ -520,3 +520,19 @@ def test_shared_canonical_hashes_equal_copies_as_hashed_text_does(message: dict[
         assert shared.hashed_text(index, "model_input", 5, payload, None) == hashed_text(
             index, "model_input", 5, payload, None
         )
+
+
+def test_shared_canonical_with_exact_numbers_writes_what_hashed_text_writes_for_shared_messages() -> None:
+    """A reader's promise that every number is exact, with the messages repeated as one object (a
+    replay's check of its cassette): the pieces joined are the whole step's text."""
+    shared = SharedCanonical()
+    history: list[Any] = []
+    for index in range(4):
+        history = [
+            *history,
+            {"role": "user", "content": [{"type": "text", "text": f"t{index} \ud83d\ude00"}]},
+        ]
+        payload = {"tools": [{"name": "x", "description": "d"}], "messages": list(history), "model": "m"}
+        expected = hashed_text(index, "model_input", 7, payload, None, exact_numbers=True)
+        assert shared.hashed_text(index, "model_input", 7, payload, None, exact_numbers=True) == expected
+        assert expected == hashed_text(index, "model_input", 7, payload, None)

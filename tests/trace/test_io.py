@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from pytest_blackbox.analysis.verify import verify_trace
-from pytest_blackbox.trace.canonical import TOO_DEEP
 from pytest_blackbox.trace.errors import (
     CassetteError,
     CassetteReadError,
@@ -25,6 +24,7 @@ from pytest_blackbox.trace.errors import (
 )
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_json, parse_trace, save_trace
 from pytest_blackbox.trace.model import Trace
+from pytest_blackbox.trace.nesting import TOO_DEEP
 from pytest_blackbox.trace.recorder import TraceRecorder
 from tests.fuzz.test_fuzz_depth import deep_cassette
 
