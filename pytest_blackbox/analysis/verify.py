@@ -187,6 +187,12 @@ class _Checks:
         #: The repeated items read so far, by what ``marshal`` writes of them (``share``).
         self.seen: dict[bytes, Any] | None = {} if share else None
 
+    @property
+    def failed(self) -> bool:
+        """Whether a step failed already (its schema or the chain), which decides the report unless
+        the file turns out not to be JSON."""
+        return self.schema_failure is not None or self.chain_failure is not None
+
     def _fail(self, name: str, exc: CassetteError) -> InvariantResult:
         return InvariantResult(name, "fail", mask(str(exc), self.keys), exc.step_index)
 
@@ -322,7 +328,9 @@ def _check_file(path: str, keys: Sequence[str], keep: bool, text: str | None) ->
     A file larger than the reader's window is read one step at a time; a smaller one is read whole,
     which costs no more memory and lets provider neutrality clear the whole text at once. Text that
     reader does not take (not JSON, an unusual shape) is parsed whole, which also gives the exact
-    message for what is wrong with it.
+    message for what is wrong with it; so is a text in memory once a step has failed, since only
+    the rest being JSON can change the report then, and the C parser says that much faster than
+    the step reader walks a long array of small values.
     """
     if text is None and _fits_the_window(path):
         text = read_text(path)
@@ -331,6 +339,8 @@ def _check_file(path: str, keys: Sequence[str], keep: bool, text: str | None) ->
         for item in stream_cassette(path) if text is None else stream_text(text):
             if isinstance(item, Step):
                 checks.step(item.position, item.value, item.exact_numbers, item.containers)
+                if text is not None and checks.failed:
+                    raise NotStreamable
             else:
                 checks.member(item.key, item.value)
     except NotStreamable:

@@ -8,6 +8,7 @@ docs/cassette-format.md#loading-a-cassette.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import marshal
@@ -82,7 +83,10 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+', re.DOTALL)
 _KEY_FOLLOWS = re.compile(r"[ \t\r\n]*:")
 
 
+@functools.lru_cache(maxsize=1024)
 def _literal_problem(token: str) -> str | None:
+    """Why ``token`` (a literal, not a string) is refused, or ``None``; a pure function of the token,
+    remembered because a large refused file repeats the same few (a long array of ``1``)."""
     if token in ("true", "false", "null"):
         return None
     if token in ("NaN", "Infinity", "-Infinity"):
