@@ -11,7 +11,7 @@ import pytest
 from pytest_blackbox.analysis.diff import diff_outcome, diff_traces, render_diff
 from pytest_blackbox.trace.io import dumps_trace, load_trace
 from pytest_blackbox.trace.model import Trace
-from tests.trace.test_io import conversation
+from tests.trace.conftest import conversation
 
 from .conftest import read_trace, rechain
 

@@ -20,6 +20,7 @@ from pytest_blackbox.testing import FakeProvider
 from pytest_blackbox.trace.errors import CassetteError
 from pytest_blackbox.trace.io import dumps_trace, load_trace
 from tests.agents.travel import FINAL, WEATHER, Run, ToolBox, run_agent, script
+from tests.trace.conftest import conversation
 
 
 def test_a_good_cassette_gives_the_verify_report_and_the_trace_load_trace_reads(
@@ -179,8 +180,6 @@ def test_a_replays_trace_holds_each_repeated_message_once_and_still_fails_a_copy
 ) -> None:
     """Both readers of a replay share what the ``model_input`` steps repeat; an edited copy deep in
     the history is a value of its own, which the hash chain names."""
-    from tests.trace.test_io import conversation
-
     text = dumps_trace(conversation(40))
     path = tmp_path / "long.json"
     path.write_text(text, encoding="utf-8")

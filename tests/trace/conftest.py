@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,4 +84,29 @@ def planted_trace() -> Trace:
     recorder.append(
         "metadata", {"event": "run_completed", "status": "success", "result": f"done {SECRET}"}, 1007
     )
+    return recorder.trace()
+
+
+def conversation(turns: int, answers: list[Any] | None = None) -> Trace:
+    """``turns`` model_input steps, each repeating the history before it and adding one message
+    (``answers[n]`` as the n-th tool result's value)."""
+    recorder = TraceRecorder("long", 1000)
+    tools = [{"name": "lookup", "description": "Look things up", "inputSchema": {"type": "object"}}]
+    history: list[Any] = [{"role": "user", "content": "start"}]
+    for turn in range(turns):
+        recorder.append("model_input", {"messages": copy.deepcopy(history), "tools": copy.deepcopy(tools)}, 1)
+        value = answers[turn] if answers is not None else {"n": turn}
+        history.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "toolCallId": f"call-{turn}",
+                        "toolName": "lookup",
+                        "result": value,
+                    }
+                ],
+            }
+        )
     return recorder.trace()

@@ -23,12 +23,10 @@ from pytest_blackbox.trace.errors import (
     HashChainError,
 )
 from pytest_blackbox.trace.io import dumps_trace, load_trace, parse_json, parse_trace, save_trace
-from pytest_blackbox.trace.model import Trace
 from pytest_blackbox.trace.nesting import TOO_DEEP
-from pytest_blackbox.trace.recorder import TraceRecorder
 from tests.fuzz.test_fuzz_depth import deep_cassette
 
-from .conftest import SECRET, planted_trace, read_text
+from .conftest import SECRET, conversation, planted_trace, read_text
 
 
 def _write(tmp_path: Path, text: str | bytes, name: str = "run.json") -> Path:
@@ -275,31 +273,6 @@ def test_empty_trace_is_valid() -> None:
 
 # ----------------------------------------------------------------------------------------------
 # shared=True: each message and tool the model_input steps repeat is one object
-
-
-def conversation(turns: int, answers: list[Any] | None = None) -> Trace:
-    """``turns`` model_input steps, each repeating the history before it and adding one message
-    (``answers[n]`` as the n-th tool result's value)."""
-    recorder = TraceRecorder("long", 1000)
-    tools = [{"name": "lookup", "description": "Look things up", "inputSchema": {"type": "object"}}]
-    history: list[Any] = [{"role": "user", "content": "start"}]
-    for turn in range(turns):
-        recorder.append("model_input", {"messages": copy.deepcopy(history), "tools": copy.deepcopy(tools)}, 1)
-        value = answers[turn] if answers is not None else {"n": turn}
-        history.append(
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "toolCallId": f"call-{turn}",
-                        "toolName": "lookup",
-                        "result": value,
-                    }
-                ],
-            }
-        )
-    return recorder.trace()
 
 
 def test_a_shared_load_is_the_same_trace_with_each_repeated_item_read_once(tmp_path: Path) -> None:
