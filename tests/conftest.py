@@ -127,6 +127,13 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, started from :func:`clean_env`: an inner run inherits none of
+    :data:`INHERITED_ENV`, whoever requests it (CI sets ``CI=1``, which refuses recording)."""
+    return pytester
+
+
+@pytest.fixture
 def provider_keys(clean_env: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """A clean environment holding the suite's provider keys (the SDK clients refuse to start without one)."""
     for name, key in TEST_KEYS.items():

@@ -132,7 +132,7 @@ def test_the_shared_context_still_refuses_a_server_it_does_not_trust(tls_provide
 
 
 def test_clients_built_in_blackbox_tests_share_one_context_across_the_tests(
-    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
 ) -> None:
     """Through the plugin: a client built in a function-scoped fixture and in the body of each test pays
     for the certificate authorities once; a test without the marker builds its own context."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from .conftest import Suite, exact, summary
@@ -86,3 +88,13 @@ def test_in_ci_each_failure_block_prints_once(sync_suite: Suite, xdist: tuple[st
         'record mode "once" would call the real model',
         "FAILED test_weather.py::test_weather - blackbox: replay diverged at step 0, messages[0].content",
     ]
+
+
+def test_the_suites_own_pytester_runs_do_not_inherit_ci(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """The CI machine sets ``CI=1``: an inner run that records must not see it unless its test sets
+    it, whichever fixtures that test asked for (``tests/conftest.py`` wraps ``pytester``)."""
+    monkeypatch.setenv("CI", "1")
+    request.getfixturevalue("pytester")
+    assert "CI" not in os.environ
