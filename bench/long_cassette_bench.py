@@ -36,7 +36,6 @@ import anthropic
 import machine
 import replay_bench as bench
 
-from pytest_blackbox import blackbox
 from pytest_blackbox.testing import FakeProvider
 
 TARGET_SECONDS = 2.0
@@ -66,10 +65,8 @@ def record(work: Path, calls: int) -> tuple[Path, Path]:
     parent, child = work / "parent.json", work / "child.json"
     with FakeProvider() as fake:
         client = anthropic.Anthropic(base_url=fake.base_url, max_retries=0)
-        for path, lookup in ((parent, bench.lookup), (child, changed)):
-            bench.script(fake)
-            with blackbox(mode="record", out=path) as session:
-                session.finish(result=bench.agent(client, session.tools({"lookup": lookup})))
+        for path, tool in ((parent, bench.lookup), (child, changed)):
+            bench.live(fake, client, path, tool)()
     return parent, child
 
 

@@ -174,14 +174,18 @@ def vcr_replay(cassette: Path, client: anthropic.Anthropic) -> Callable[[], None
     return run
 
 
-def live(fake: FakeProvider, client: anthropic.Anthropic, out: Path | None) -> Callable[[], None]:
+def live(
+    fake: FakeProvider, client: anthropic.Anthropic, out: Path | None, tool: Callable[..., Any] = lookup
+) -> Callable[[], None]:
+    """A run against the fake provider, recorded to ``out`` (``None``: not recorded), ``tool`` as lookup."""
+
     def run() -> None:
         script(fake)
         if out is None:
-            agent(client, {"lookup": lookup})
+            agent(client, {"lookup": tool})
             return
         with blackbox(mode="record", out=out) as session:
-            session.finish(result=agent(client, session.tools({"lookup": lookup})))
+            session.finish(result=agent(client, session.tools({"lookup": tool})))
 
     return run
 
