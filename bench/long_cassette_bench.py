@@ -13,7 +13,8 @@ it, side by side in one run:
 
 Target: each under 2 s. Each figure is the median of ``--repeat`` runs, by the CPU time of the child
 (user + system: other jobs on a shared machine barely move it) and by the wall clock. A command that
-fails (``diff`` exits 0 once it compared the two, diverging or not) stops the script.
+fails (``diff`` exits 0 once it compared the two, diverging or not), or a ``diff`` that finds no
+divergence, stops the script.
 
 Run: ``python bench/long_cassette_bench.py [--calls 200] [--repeat 3] [--keep DIR]``.
 """
@@ -117,6 +118,8 @@ def main() -> None:
         for _ in range(args.repeat):  # the commands take turns, so a busy moment lands on all alike
             for name, command in commands.items():
                 cpu, wall, printed = timed(command)
+                if name == "blackbox diff" and "First divergence at index" not in printed:
+                    raise SystemExit("blackbox diff found no divergence between the two runs")
                 results[name].append((float(printed) if name.startswith("replay") else cpu, wall))
     print(f"median of {args.repeat} runs each, in fresh processes (target: under {TARGET_SECONDS:.0f} s):")
     for name, runs in results.items():
