@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -73,14 +72,11 @@ def record(work: Path, calls: int) -> tuple[Path, Path]:
 
 def timed(command: list[str]) -> tuple[float, float, str]:
     """CPU seconds (user + system) and wall seconds of one child process, and what it printed."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
+    cpu, start = machine.children_cpu(), time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu, wall = machine.children_cpu() - cpu, time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command[1:])} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, wall, done.stdout
 
 

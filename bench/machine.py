@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import time
 from importlib import metadata
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 PACKAGES = (
     "anthropic",
@@ -37,6 +43,15 @@ def _version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "absent"
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far: steadier than wall time
+    on a shared machine. Where it cannot be read (Windows), the wall clock instead."""
+    if resource is None:
+        return time.perf_counter()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def load() -> str:

@@ -21,13 +21,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-try:
-    import resource
-except ImportError:  # Windows
-    resource = None  # type: ignore[assignment]
+import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "weather"
@@ -96,18 +92,10 @@ def test_agent(n):
 """
 
 
-def _cpu_seconds() -> float:
-    """CPU time used by finished child processes; steadier than wall time on a busy machine."""
-    if resource is None:
-        return time.perf_counter()
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _pytest(directory: Path, *args: str) -> float:
     """Seconds of CPU one pytest run takes (wall-clock seconds where CPU time cannot be read)."""
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "ANTHROPIC_API_KEY")}
-    started = _cpu_seconds()
+    started = machine.children_cpu()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *QUIET, *args],
         cwd=directory,
@@ -116,7 +104,7 @@ def _pytest(directory: Path, *args: str) -> float:
         text=True,
         check=False,
     )
-    elapsed = _cpu_seconds() - started
+    elapsed = machine.children_cpu() - started
     if done.returncode not in (0, 5):  # 5: no tests collected, expected for the empty suite
         raise SystemExit(f"pytest failed in {directory}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return elapsed

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -66,6 +65,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import machine
 
 from pytest_blackbox.testing import FakeProvider
 
@@ -291,15 +292,9 @@ def environment(variant: str, base_url: str, *, key: bool) -> dict[str, str]:
     return env
 
 
-def _children_cpu() -> float:
-    """CPU time (user + system) of every child process waited for so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 #: How a run is timed (``--clock``): the pytest process's CPU time, which other jobs on a shared
 #: machine barely move, or the wall clock.
-CLOCKS = {"cpu": _children_cpu, "wall": time.perf_counter}
+CLOCKS = {"cpu": machine.children_cpu, "wall": time.perf_counter}
 CLOCK: dict[str, Any] = {"now": CLOCKS["cpu"], "name": "cpu"}
 
 
