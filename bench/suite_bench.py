@@ -412,6 +412,7 @@ def main() -> None:
         "--baseline", type=Path, help="also replay with the package in DIR (another revision), interleaved"
     )
     args = parser.parse_args()
+    print(machine.describe())
     ISOLATE["on"] = args.isolated
     BASELINE["path"] = args.baseline.resolve() if args.baseline is not None else None
     CLOCK.update(now=CLOCKS[args.clock], name=args.clock)
