@@ -60,8 +60,7 @@ def _answer(session: Session, request: ModelRequest, body: Any, model_input: Any
         cursor.compare.check_request(turn, model_input, model_input)
     cursor._use(turn)
     dispatch._ids.register_identity(*turn.handed_out)
-    path = urlsplit(request.url).path
-    call = WireCall(providers.provider_for_call(request.route, path), path, body)
+    call = WireCall(WireCall.provider_of(request), urlsplit(request.url).path, body)
     return call.reply(model_input if model_input is not None else turn.request, turn.output)
 
 
